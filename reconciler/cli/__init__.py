@@ -1,0 +1,1 @@
+"""The ``hookledger`` command line."""

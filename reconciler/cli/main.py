@@ -1,0 +1,274 @@
+"""``hookledger`` entry point. Each command parses options, opens the database and calls one library
+function that the dashboard and the scheduler call too. Errors print their message and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from reconciler import __version__
+from reconciler.audit import default_actor
+from reconciler.cli.common import load, open_engine
+from reconciler.errors import HookledgerError
+from reconciler.logs import configure_logging
+
+log = logging.getLogger("hookledger")
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+
+def _config_parent() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="configuration file (default: $HOOKLEDGER_CONFIG, else ./config.toml)",
+    )
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parent = _config_parent()
+    parser = argparse.ArgumentParser(
+        prog="hookledger",
+        description="Durable webhook inbox, provider reconciliation and an operations dashboard.",
+        parents=[parent],
+    )
+    parser.add_argument("--version", action="version", version=f"hookledger {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("init", parents=[parent], help="create or upgrade the database schema")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("serve", parents=[parent], help="run the webhook receiver")
+    p.add_argument("--host", help="bind address (default: [receiver] host, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default: [receiver] port, 8000)")
+    p.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("worker", parents=[parent], help="apply stored events")
+    p.add_argument("--once", action="store_true", help="process what is due, then exit")
+    p.add_argument("--concurrency", type=int, help="worker threads (default: [worker] concurrency)")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser(
+        "replay", parents=[parent], help="put an event back to pending, keeping its event id"
+    )
+    p.add_argument("event_id", metavar="EVENT_ID")
+    p.add_argument("--source", required=True, help="source name")
+    p.add_argument("--reason", help="why (kept in the audit log)")
+    p.add_argument("--actor", default=None, help="who (default: the OS user)")
+    p.set_defaults(func=cmd_replay)
+
+    events = sub.add_parser("events", parents=[parent], help="inspect inbox events")
+    esub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
+    p = esub.add_parser(
+        "show", parents=[parent], help="an event with its deliveries, attempts and audit trail"
+    )
+    p.add_argument("event_id", metavar="EVENT_ID")
+    p.add_argument("--source", required=True, help="source name")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_events_show)
+    return parser
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from reconciler.storage.migrate import current_revision, upgrade
+
+    loaded = load(args)
+    engine = open_engine(loaded, require_schema=False)
+    try:
+        upgrade(engine)
+        print(f"database ready at revision {current_revision(engine)}: {engine.url!r}")
+    finally:
+        engine.dispose()
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from reconciler.inbox.receiver import create_app
+
+    loaded = load(args)
+    settings = loaded.settings
+    engine = open_engine(loaded)
+    app = create_app(settings, engine)
+    host = args.host or settings.receiver.host
+    port = settings.receiver.port if args.port is None else args.port
+    log.info("receiver listening on http://%s:%d", host, port)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=settings.logging.level.lower(),
+        access_log=args.access_log,
+        log_config=None,
+    )
+    engine.dispose()
+    return EXIT_OK
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from reconciler.inbox.handlers import load_handler_modules
+    from reconciler.inbox.worker import Worker
+
+    loaded = load(args)
+    settings = loaded.settings
+    load_handler_modules(settings.worker.handlers)
+    engine = open_engine(loaded)
+    concurrency = args.concurrency or settings.worker.concurrency
+    if concurrency < 1:
+        raise HookledgerError("--concurrency must be at least 1")
+    workers = [Worker(engine, settings) for _ in range(concurrency)]
+    try:
+        if args.once:
+            threads = [threading.Thread(target=w.drain) for w in workers]
+        else:
+            stop = threading.Event()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, lambda *_: stop.set())
+            threads = [threading.Thread(target=w.run, args=(stop,)) for w in workers]
+            log.info("%d worker thread(s) started", concurrency)
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for w in workers:
+            w.close()
+        engine.dispose()
+    totals: dict[str, int] = {}
+    for w in workers:
+        for k, v in w.stats.outcomes.items():
+            totals[k] = totals.get(k, 0) + v
+    claimed = sum(w.stats.claimed for w in workers)
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) or "nothing due"
+    print(f"claimed {claimed}: {summary}")
+    return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from reconciler.inbox.actions import replay_event
+
+    loaded = load(args)
+    engine = open_engine(loaded)
+    try:
+        with engine.begin() as conn:
+            result = replay_event(
+                conn,
+                source=args.source,
+                event_id=args.event_id,
+                actor=args.actor or default_actor(),
+                reason=args.reason,
+            )
+    finally:
+        engine.dispose()
+    print(
+        f"event {result.event_id} from {result.source}: {result.previous_status} -> pending "
+        "(replay recorded in the audit log)"
+    )
+    return EXIT_OK
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            return value.hex()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def cmd_events_show(args: argparse.Namespace) -> int:
+    from reconciler.inbox.actions import event_detail
+
+    loaded = load(args)
+    engine = open_engine(loaded)
+    try:
+        with engine.connect() as conn:
+            detail = event_detail(conn, source=args.source, event_id=args.event_id)
+    finally:
+        engine.dispose()
+    data = _jsonable(
+        {
+            "event": detail.event,
+            "deliveries": detail.deliveries,
+            "attempts": detail.attempts,
+            "audit": detail.audit,
+        }
+    )
+    if args.json:
+        print(json.dumps(data, indent=2, default=str))
+        return EXIT_OK
+    ev = data["event"]
+    body = ev.pop("body")
+    for key in (
+        "source",
+        "event_id",
+        "event_type",
+        "object_type",
+        "object_id",
+        "status",
+        "origin",
+        "attempts",
+        "received_at",
+        "occurred_at",
+        "next_attempt_at",
+        "processed_at",
+        "error_class",
+        "last_error",
+        "correlation_id",
+    ):
+        print(f"{key:>16}: {ev.get(key)}")
+    print(f"{'body':>16}: {len(body)} characters")
+    print(f"\ndeliveries ({len(data['deliveries'])}):")
+    for d in data["deliveries"]:
+        print(f"  {d['received_at']}  {d['outcome']:<9} {d['status_code']}  {d['reason'] or ''}")
+    print(f"\nattempts ({len(data['attempts'])}):")
+    for a in data["attempts"]:
+        err = (a["error"] or "").splitlines()[0] if a["error"] else ""
+        print(
+            f"  #{a['attempt']}  {a['finished_at']}  {a['outcome']:<9} "
+            f"{a['error_class'] or ''}  {err}"
+        )
+    print(f"\naudit ({len(data['audit'])}):")
+    for entry in data["audit"]:
+        print(f"  {entry['at']}  {entry['actor']}  {entry['action']}  {entry['reason'] or ''}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        loaded = load(args)
+        configure_logging(loaded.settings.logging.level)
+        result: int = args.func(args)
+        return result
+    except HookledgerError as exc:
+        print(f"hookledger: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def run() -> None:
+    sys.exit(main())

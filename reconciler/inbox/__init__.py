@@ -1,0 +1,1 @@
+"""The inbox: signed receiver, deduplicating store and the worker that applies events."""

@@ -1,0 +1,73 @@
+"""Group commit for the receiver.
+
+Each request hands its item to a queue and waits; a writer takes everything waiting at that moment and
+stores it in one transaction, then answers every waiter. Requests are still answered only after their
+row is committed, but one commit (the fsync) serves many requests. SQLite has one writer; PostgreSQL
+may run several (``[receiver] writers``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from sqlalchemy import Engine
+
+from reconciler.inbox.store import Item, store_items
+from reconciler.storage.models import DeliveryOutcome
+
+log = logging.getLogger(__name__)
+
+_Waiter = tuple[Item, "asyncio.Future[DeliveryOutcome]"]
+
+
+class GroupCommitter:
+    def __init__(self, engine: Engine, *, writers: int = 1, max_batch: int = 256) -> None:
+        self._engine = engine
+        self._writers = 1 if engine.dialect.name == "sqlite" else max(1, writers)
+        self._max_batch = max_batch
+        self._queue: asyncio.Queue[_Waiter] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._queue = asyncio.Queue()
+        self._tasks = [asyncio.create_task(self._run()) for _ in range(self._writers)]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def submit(self, item: Item) -> DeliveryOutcome:
+        if self._queue is None:
+            raise RuntimeError("GroupCommitter.start() was not awaited")
+        future: asyncio.Future[DeliveryOutcome] = asyncio.get_running_loop().create_future()
+        await self._queue.put((item, future))
+        return await future
+
+    def _write(self, items: Sequence[Item]) -> list[DeliveryOutcome]:
+        with self._engine.begin() as conn:
+            return store_items(conn, items)
+
+    async def _run(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        while True:
+            batch = [await queue.get()]
+            while len(batch) < self._max_batch and not queue.empty():
+                batch.append(queue.get_nowait())
+            try:
+                outcomes = await asyncio.to_thread(self._write, [item for item, _ in batch])
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.exception("storing a batch of %d deliveries failed", len(batch))
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                if not future.done():
+                    future.set_result(outcome)

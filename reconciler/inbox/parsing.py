@@ -1,0 +1,218 @@
+"""Pure extraction of an event's identity from a verified delivery, per source kind.
+
+What each provider uses as its idempotency key (``shared/providers.md`` §5):
+Stripe body ``id``; GitHub ``X-GitHub-Delivery``; Shopify ``X-Shopify-Webhook-Id`` (kept across retries;
+``X-Shopify-Event-Id`` is shared by every topic one merchant action fires, so it is kept but is not the
+key); Standard Webhooks ``webhook-id``; generic: a configured header or JSON path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from reconciler.errors import RejectedDelivery
+
+SENSITIVE_HEADERS = frozenset(
+    {
+        "stripe-signature",
+        "x-hub-signature",
+        "x-hub-signature-256",
+        "x-shopify-hmac-sha256",
+        "webhook-signature",
+        "svix-signature",
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "x-api-key",
+    }
+)
+MASK = "<masked>"
+MAX_ID_LENGTH = 255
+
+
+@dataclass(frozen=True)
+class ParsedEvent:
+    event_id: str
+    delivery_id: str | None = None
+    event_type: str | None = None
+    object_type: str | None = None
+    object_id: str | None = None
+    occurred_at: datetime | None = None
+    api_version: str | None = None
+
+
+class BadPayload(RejectedDelivery):
+    """The payload cannot be read (HTTP 400)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(400, reason)
+
+
+def mask_headers(headers: Mapping[str, str], extra: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Headers as stored: lower-cased names, signature and credential values masked."""
+    hidden = SENSITIVE_HEADERS | extra
+    return {k.lower(): (MASK if k.lower() in hidden else v) for k, v in headers.items()}
+
+
+def json_path_get(document: Any, path: str) -> Any:
+    """``a.b.0.c`` → document["a"]["b"][0]["c"]; None when any step is absent."""
+    node = document
+    for part in path.split("."):
+        if isinstance(node, Mapping):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+        if node is None:
+            return None
+    return node
+
+
+def load_json(body: bytes, *, required: bool) -> Any:
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        if required:
+            raise BadPayload(f"body is not valid JSON ({exc.__class__.__name__})") from None
+        return None
+
+
+def _text(value: Any) -> str | None:
+    """Ids as strings end to end (Shopify ids exceed 2^53; never pass them through a float)."""
+    if value is None or isinstance(value, dict | list):
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _event_id(value: Any, what: str) -> str:
+    text = _text(value)
+    if not text or not text.strip():
+        raise BadPayload(f"missing event id ({what})")
+    if len(text) > MAX_ID_LENGTH:
+        raise BadPayload(f"event id ({what}) is longer than {MAX_ID_LENGTH} characters")
+    return text.strip()
+
+
+def _epoch(value: Any) -> datetime | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str):
+        if value.isdigit():
+            return _epoch(int(value))
+        return _iso(value)
+    return None
+
+
+def _iso(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def parse_stripe(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
+    doc = load_json(body, required=True)
+    if not isinstance(doc, dict):
+        raise BadPayload("body is not a JSON object")
+    obj = json_path_get(doc, "data.object")
+    obj = obj if isinstance(obj, dict) else {}
+    return ParsedEvent(
+        event_id=_event_id(doc.get("id"), "body field id"),
+        event_type=_text(doc.get("type")),
+        object_type=_text(obj.get("object")),
+        object_id=_text(obj.get("id")),
+        occurred_at=_epoch(doc.get("created")),
+        api_version=_text(doc.get("api_version")),
+    )
+
+
+def parse_github(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
+    guid = _event_id(headers.get("x-github-delivery"), "header X-GitHub-Delivery")
+    event = headers.get("x-github-event")
+    doc = load_json(body, required=False)
+    doc = doc if isinstance(doc, dict) else {}
+    action = _text(doc.get("action"))
+    obj = doc.get(event) if event else None
+    object_id = _text(obj.get("id")) if isinstance(obj, dict) else None
+    if object_id is None and isinstance(doc.get("repository"), dict):
+        object_id = _text(doc["repository"].get("id"))
+    return ParsedEvent(
+        event_id=guid,
+        delivery_id=guid,
+        event_type=f"{event}.{action}" if event and action else event,
+        object_type=event,
+        object_id=object_id,
+        occurred_at=_iso(_text(obj.get("updated_at")) if isinstance(obj, dict) else None),
+    )
+
+
+def parse_shopify(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
+    webhook_id = _event_id(headers.get("x-shopify-webhook-id"), "header X-Shopify-Webhook-Id")
+    topic = headers.get("x-shopify-topic")
+    doc = load_json(body, required=False)
+    doc = doc if isinstance(doc, dict) else {}
+    resource = topic.split("/", 1)[0] if topic else None
+    object_type = resource[:-1] if resource and resource.endswith("s") else resource
+    return ParsedEvent(
+        event_id=webhook_id,
+        delivery_id=webhook_id,
+        event_type=topic,
+        object_type=object_type,
+        object_id=_text(doc.get("id")),
+        occurred_at=_iso(headers.get("x-shopify-triggered-at")),
+        api_version=headers.get("x-shopify-api-version"),
+    )
+
+
+def parse_standard(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
+    msg_id = _event_id(headers.get("webhook-id"), "header webhook-id")
+    doc = load_json(body, required=False)
+    doc = doc if isinstance(doc, dict) else {}
+    data = doc.get("data")
+    data = data if isinstance(data, dict) else {}
+    event_type = _text(doc.get("type"))
+    return ParsedEvent(
+        event_id=msg_id,
+        delivery_id=msg_id,
+        event_type=event_type,
+        object_type=_text(data.get("object"))
+        or (event_type.split(".", 1)[0] if event_type else None),
+        object_id=_text(data.get("id")),
+        occurred_at=_iso(doc.get("timestamp")) or _epoch(headers.get("webhook-timestamp")),
+    )
+
+
+def parse_generic(
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    id_header: str | None,
+    id_json_path: str | None,
+    type_header: str | None,
+    type_json_path: str | None,
+) -> ParsedEvent:
+    doc = load_json(body, required=bool(id_json_path and not id_header))
+    if id_header:
+        event_id = _event_id(headers.get(id_header.lower()), f"header {id_header}")
+    else:
+        assert id_json_path is not None
+        event_id = _event_id(json_path_get(doc, id_json_path), f"JSON path {id_json_path}")
+    event_type = None
+    if type_header:
+        event_type = headers.get(type_header.lower())
+    elif type_json_path and doc is not None:
+        event_type = _text(json_path_get(doc, type_json_path))
+    return ParsedEvent(event_id=event_id, delivery_id=event_id, event_type=event_type)

@@ -1,0 +1,173 @@
+"""The webhook receiver (Starlette ASGI app).
+
+``POST /webhooks/{source}``: read the raw body (bounded), verify the signature for the source's kind,
+insert-if-new the event and append the delivery in one transaction (group-committed), answer 200
+``{"status": "accepted" | "duplicate"}``. No business work happens in the request.
+Errors share one JSON shape: ``{"status": "rejected" | "error", "reason": "..."}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import Engine, text
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from reconciler.config import Settings
+from reconciler.errors import ConfigError, RejectedDelivery
+from reconciler.inbox.committer import GroupCommitter
+from reconciler.inbox.metrics import ReceiverMetrics
+from reconciler.inbox.parsing import mask_headers
+from reconciler.inbox.schemes import SourceVerifier
+from reconciler.inbox.store import IncomingEvent, RejectedRecord
+from reconciler.storage.models import DeliveryOutcome
+from reconciler.storage.types import utcnow
+
+log = logging.getLogger(__name__)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def build_verifiers(settings: Settings) -> dict[str, SourceVerifier]:
+    """Verifiers for every enabled source; refuses to start when a signing secret is missing."""
+    verifiers: dict[str, SourceVerifier] = {}
+    problems: list[str] = []
+    for source in settings.sources:
+        if not source.enabled:
+            continue
+        try:
+            verifiers[source.name] = SourceVerifier(source, source.signing_secrets())
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return verifiers
+
+
+def _reject_body(reason: str, status: str = "rejected") -> dict[str, str]:
+    return {"status": status, "reason": reason}
+
+
+def create_app(
+    settings: Settings,
+    engine: Engine,
+    *,
+    verifiers: dict[str, SourceVerifier] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Starlette:
+    verifiers = build_verifiers(settings) if verifiers is None else verifiers
+    max_body = settings.receiver.max_body_bytes
+    committer = GroupCommitter(
+        engine, writers=settings.receiver.writers, max_batch=settings.receiver.batch_max_size
+    )
+    metrics = ReceiverMetrics(engine)
+
+    async def _read_body(request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > max_body:
+            raise _TooLarge
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_body:
+                raise _TooLarge
+        return bytes(body)
+
+    async def _reject(record: RejectedRecord) -> Response:
+        log.info(
+            "delivery rejected",
+            extra={"source": record.source, "reason": record.reason, "status": record.status_code},
+        )
+        try:
+            await committer.submit(record)
+        except Exception:
+            log.exception("could not log a rejected delivery", extra={"source": record.source})
+        metrics.deliveries.labels(record.source[:64], DeliveryOutcome.REJECTED.value).inc()
+        return JSONResponse(_reject_body(record.reason), status_code=record.status_code)
+
+    async def receive(request: Request) -> Response:
+        name: str = request.path_params["source"]
+        received_at = utcnow()
+        remote = request.client.host if request.client else None
+        verifier = verifiers.get(name)
+        if verifier is None:
+            return await _reject(RejectedRecord(name, 404, "unknown source", received_at, remote))
+        try:
+            body = await _read_body(request)
+        except _TooLarge:
+            reason = f"body larger than {max_body} bytes"
+            return await _reject(RejectedRecord(name, 413, reason, received_at, remote))
+        headers = dict(request.headers)  # Starlette lower-cases header names
+        try:
+            parsed = verifier.verify(headers, body, now=clock())
+        except RejectedDelivery as exc:
+            return await _reject(
+                RejectedRecord(name, exc.status_code, exc.reason, received_at, remote)
+            )
+        item = IncomingEvent(
+            source=name,
+            parsed=parsed,
+            body=body,
+            headers=mask_headers(headers, verifier.extra_sensitive_headers),
+            received_at=received_at,
+            content_type=headers.get("content-type"),
+            remote_addr=remote,
+        )
+        try:
+            outcome = await committer.submit(item)
+        except Exception:
+            # Not stored, so not acknowledged: the provider will retry.
+            log.exception("storing a delivery failed", extra={"source": name})
+            return JSONResponse(_reject_body("storage unavailable", "error"), status_code=503)
+        metrics.deliveries.labels(name, outcome.value).inc()
+        return JSONResponse({"status": outcome.value, "event_id": parsed.event_id})
+
+    def _db_ok() -> bool:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return True
+
+    async def healthz(request: Request) -> Response:
+        try:
+            await asyncio.to_thread(_db_ok)
+        except Exception as exc:
+            log.warning("health check failed: %s", exc.__class__.__name__)
+            return JSONResponse(_reject_body("database unreachable", "error"), status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    async def metrics_endpoint(request: Request) -> Response:
+        payload = await asyncio.to_thread(generate_latest, metrics.registry)
+        return Response(payload, media_type=CONTENT_TYPE_LATEST)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return JSONResponse(_reject_body(str(exc.detail), "error"), status_code=exc.status_code)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await committer.start()
+        try:
+            yield
+        finally:
+            await committer.stop()
+
+    return Starlette(
+        routes=[
+            Route("/webhooks/{source}", receive, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: http_error},
+        lifespan=lifespan,
+    )

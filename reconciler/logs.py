@@ -1,0 +1,24 @@
+"""Logging setup: one line per record, structured ``extra=`` fields appended as key=value."""
+
+from __future__ import annotations
+
+import logging
+
+FIELDS = ("source", "event_id", "correlation_id", "run_id", "error_class", "reason", "status")
+
+
+class _FieldsFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        extras = [f"{k}={getattr(record, k)}" for k in FIELDS if hasattr(record, k)]
+        return f"{line} {' '.join(extras)}" if extras else line
+
+
+def configure_logging(level: str = "INFO") -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(_FieldsFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # Migrations are reported by 'hookledger init' itself.
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))

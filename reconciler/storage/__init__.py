@@ -1,0 +1,1 @@
+"""Persistence: typed models, engine factory and Alembic migrations."""

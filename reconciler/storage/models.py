@@ -1,0 +1,193 @@
+"""Typed SQLAlchemy 2.x models of the inbox.
+
+Statuses and outcomes are Enums stored as short strings (no native enum types), so migrations are
+identical on SQLite and PostgreSQL. Constraint names follow one naming convention.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from reconciler.storage.types import UTCDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# BIGINT primary keys on PostgreSQL, INTEGER (rowid alias, autoincrementing) on SQLite.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class EventStatus(enum.StrEnum):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    PROCESSED = "processed"
+    FAILED = "failed"  # last attempt failed, a retry is scheduled at next_attempt_at
+    DEAD = "dead"
+    IGNORED = "ignored"  # no handler and no forward target: nothing to do
+
+
+class EventOrigin(enum.StrEnum):
+    WEBHOOK = "webhook"
+    BACKFILL = "backfill"
+    REPLAY = "replay"
+
+
+class DeliveryOutcome(enum.StrEnum):
+    ACCEPTED = "accepted"
+    DUPLICATE = "duplicate"
+    REJECTED = "rejected"
+
+
+class ErrorClass(enum.StrEnum):
+    TRANSIENT = "transient"
+    PERMANENT = "permanent"
+
+
+def _enum(cls: type[enum.Enum]) -> Enum:
+    return Enum(
+        cls,
+        native_enum=False,
+        length=16,
+        values_callable=lambda e: [m.value for m in e],
+        validate_strings=True,
+        create_constraint=False,
+    )
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
+
+
+class InboxEvent(Base):
+    __tablename__ = "inbox_events"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(String(64))
+    event_id: Mapped[str] = mapped_column(String(255))
+    event_type: Mapped[str | None] = mapped_column(String(255))
+    object_type: Mapped[str | None] = mapped_column(String(128))
+    object_id: Mapped[str | None] = mapped_column(String(255))
+    occurred_at: Mapped[datetime | None]  # the provider's own timestamp of the event
+    api_version: Mapped[str | None] = mapped_column(String(64))
+    body: Mapped[bytes] = mapped_column(LargeBinary)  # exactly as received: signatures cover it
+    content_type: Mapped[str | None] = mapped_column(String(255))
+    headers: Mapped[dict[str, Any]]  # relevant headers, signature values masked
+    received_at: Mapped[datetime]
+    origin: Mapped[EventOrigin] = mapped_column(_enum(EventOrigin))
+    status: Mapped[EventStatus] = mapped_column(_enum(EventStatus))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # When the event may next be claimed: due time while pending/failed, lease expiry while processing.
+    next_attempt_at: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    error_class: Mapped[ErrorClass | None] = mapped_column(_enum(ErrorClass))
+    processed_at: Mapped[datetime | None]
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires_at: Mapped[datetime | None]
+    correlation_id: Mapped[str] = mapped_column(String(64))
+
+    __table_args__ = (
+        UniqueConstraint("source", "event_id"),
+        Index("ix_inbox_events_status_next_attempt_at", "status", "next_attempt_at"),
+        Index("ix_inbox_events_source_received_at", "source", "received_at"),
+        Index("ix_inbox_events_source_object", "source", "object_type", "object_id"),
+        Index("ix_inbox_events_correlation_id", "correlation_id"),
+    )
+
+
+class Delivery(Base):
+    """Append-only log of every HTTP delivery, accepted or not."""
+
+    __tablename__ = "deliveries"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(String(64))
+    event_id: Mapped[str | None] = mapped_column(String(255))
+    delivery_id: Mapped[str | None] = mapped_column(String(255))  # the provider's per-delivery id
+    received_at: Mapped[datetime]
+    outcome: Mapped[DeliveryOutcome] = mapped_column(_enum(DeliveryOutcome))
+    status_code: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str | None] = mapped_column(String(512))
+    remote_addr: Mapped[str | None] = mapped_column(String(64))
+
+    __table_args__ = (
+        # time-bucketed counts per source and outcome are answered from this index alone
+        Index("ix_deliveries_source_received_at_outcome", "source", "received_at", "outcome"),
+        Index("ix_deliveries_received_at", "received_at"),
+        Index("ix_deliveries_source_event_id", "source", "event_id"),
+    )
+
+
+class ProcessingAttempt(Base):
+    """One row per attempt a worker made at an event."""
+
+    __tablename__ = "processing_attempts"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    inbox_event_id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer(), "sqlite"),
+        ForeignKey("inbox_events.id", ondelete="CASCADE"),
+    )
+    attempt: Mapped[int] = mapped_column(Integer)
+    worker: Mapped[str] = mapped_column(String(128))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+    outcome: Mapped[EventStatus] = mapped_column(_enum(EventStatus))
+    error_class: Mapped[ErrorClass | None] = mapped_column(_enum(ErrorClass))
+    error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        Index("ix_processing_attempts_inbox_event_id", "inbox_event_id"),
+        Index("ix_processing_attempts_finished_at", "finished_at"),
+    )
+
+
+class AuditLog(Base):
+    """Who did what to which event or record, when, and why."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    at: Mapped[datetime]
+    actor: Mapped[str] = mapped_column(String(128))
+    action: Mapped[str] = mapped_column(String(64))
+    source: Mapped[str | None] = mapped_column(String(64))
+    event_id: Mapped[str | None] = mapped_column(String(255))
+    target: Mapped[str | None] = mapped_column(String(255))
+    reason: Mapped[str | None] = mapped_column(Text)
+    detail: Mapped[dict[str, Any] | None]
+
+    __table_args__ = (
+        Index("ix_audit_log_source_event_id", "source", "event_id"),
+        Index("ix_audit_log_at", "at"),
+    )
+
+
+# Typed handles on the tables for Core statements (``__table__`` is typed as a FromClause).
+INBOX_EVENTS = cast(Table, InboxEvent.__table__)
+DELIVERIES = cast(Table, Delivery.__table__)
+PROCESSING_ATTEMPTS = cast(Table, ProcessingAttempt.__table__)
+AUDIT_LOG = cast(Table, AuditLog.__table__)
