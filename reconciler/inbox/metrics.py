@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -9,9 +10,12 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.storage.models import INBOX_EVENTS, EventStatus
 from reconciler.storage.types import utcnow
+
+log = logging.getLogger(__name__)
 
 UNPROCESSED = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED)
 
@@ -48,29 +52,51 @@ class InboxCollector(Collector):
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
+    @staticmethod
+    def _families() -> tuple[GaugeMetricFamily, ...]:
+        return (
+            GaugeMetricFamily(
+                "hookledger_database_up", "1 if the inbox database answered the scrape"
+            ),
+            GaugeMetricFamily(
+                "hookledger_events",
+                "Inbox events by source and status",
+                labels=["source", "status"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_unprocessed_events",
+                "Events pending, processing or awaiting a retry",
+                labels=["source"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_oldest_unprocessed_age_seconds",
+                "Age of the oldest unprocessed event",
+                labels=["source"],
+            ),
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        # Without describe() the registry would call collect(), i.e. query the database, at start.
+        yield from self._families()
+
     def collect(self) -> Iterator[Metric]:
-        events = GaugeMetricFamily(
-            "hookledger_events", "Inbox events by source and status", labels=["source", "status"]
-        )
-        for source, status, count in status_counts(self._engine):
+        up, events, pending, age = self._families()
+        try:
+            by_status = status_counts(self._engine)
+            oldest = oldest_unprocessed(self._engine)
+        except SQLAlchemyError as exc:
+            log.warning("metrics: inbox query failed: %s", exc.__class__.__name__)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        for source, status, count in by_status:
             events.add_metric([source, status], count)
-        yield events
-        pending = GaugeMetricFamily(
-            "hookledger_unprocessed_events",
-            "Events pending, processing or awaiting a retry",
-            labels=["source"],
-        )
-        age = GaugeMetricFamily(
-            "hookledger_oldest_unprocessed_age_seconds",
-            "Age of the oldest unprocessed event",
-            labels=["source"],
-        )
         now = utcnow()
-        for source, count, oldest in oldest_unprocessed(self._engine):
+        for source, count, first in oldest:
             pending.add_metric([source], count)
-            age.add_metric([source], (now - oldest).total_seconds() if oldest else 0.0)
-        yield pending
-        yield age
+            age.add_metric([source], (now - first).total_seconds() if first else 0.0)
+        yield from (up, events, pending, age)
 
 
 class ReceiverMetrics:

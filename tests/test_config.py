@@ -1,0 +1,90 @@
+"""Configuration: the shipped config.toml loads; bad input is named by file, table and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reconciler.cli.main import main
+from reconciler.config import load_config
+from reconciler.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_config_loads_as_is() -> None:
+    loaded = load_config(ROOT / "config.toml", environ={})
+    s = loaded.settings
+    assert s.database.url == "sqlite:///var/hookledger.db"
+    assert {src.kind for src in s.sources} >= {"stripe", "github", "shopify"}
+    assert s.worker.max_attempts == 8
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "c.toml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[worker]\nmax_atempts = 3\n", "table [worker], key 'max_atempts': unknown key"),
+        ("[worker]\nmax_attempts = 'x'\n", "table [worker], key 'max_attempts'"),
+        ("[nope]\na = 1\n", "table top level, key 'nope': unknown key"),
+        (
+            '[[sources]]\nname = "a"\n',
+            "table [sources][0] (name 'a'), key 'kind': required key is missing",
+        ),
+        ('[[sources]]\nname = "a"\nkind = "paypal"\n', "key 'kind'"),
+        ('[[sources]]\nname = "a b"\nkind = "github"\n', "key 'name'"),
+        (
+            '[[sources]]\nname = "a"\nkind = "github"\nid_header = "X"\n',
+            "key 'id_header' applies only to kind 'generic'",
+        ),
+        ('[[sources]]\nname = "a"\nkind = "generic"\n', "needs key 'signature_header'"),
+        (
+            '[[sources]]\nname = "a"\nkind = "github"\n[[sources]]\nname = "a"\nkind = "stripe"\n',
+            "used twice",
+        ),
+        ("[receiver]\nport = 70000\n", "table [receiver], key 'port'"),
+        ("not toml [", "not valid TOML"),
+    ],
+)
+def test_invalid_config_names_file_table_and_key(tmp_path: Path, text: str, expected: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path, environ={})
+    assert str(path) in str(err.value)
+    assert expected in str(err.value)
+
+
+def test_cli_exits_2_on_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "[worker]\nbogus = 1\n")
+    assert main(["init", "--config", str(path)]) == 2
+    assert "key 'bogus': unknown key" in capsys.readouterr().err
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "absent.toml", environ={})
+
+
+def test_resolution_order_and_database_override(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[database]\nurl = "sqlite:///from-file.db"\n')
+    loaded = load_config(None, environ={"HOOKLEDGER_CONFIG": str(path)})
+    assert loaded.path == path
+    assert loaded.settings.database.url == "sqlite:///from-file.db"
+    loaded = load_config(path, environ={"HOOKLEDGER_DATABASE_URL": "sqlite:///env.db"})
+    assert loaded.settings.database.url == "sqlite:///env.db"
+
+
+def test_secrets_come_from_the_environment_comma_separated(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path, '[[sources]]\nname = "s"\nkind = "github"\nsigning_secret_env = "MY_SECRET"\n'
+    )
+    source = load_config(path, environ={}).settings.sources[0]
+    assert source.signing_secrets({"MY_SECRET": " new , old "}) == ("new", "old")
+    with pytest.raises(ConfigError, match="MY_SECRET"):
+        source.signing_secrets({})

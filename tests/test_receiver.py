@@ -1,0 +1,281 @@
+"""The receiver over real loopback HTTP (uvicorn), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import Engine, func, select
+
+from reconciler.inbox.handlers import HandlerRegistry
+from reconciler.inbox.parsing import MASK
+from reconciler.inbox.receiver import create_app
+from reconciler.inbox.worker import Worker
+from reconciler.storage.engine import make_engine
+from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
+from tests.conftest import make_settings
+from tests.deliveries import (
+    generic_delivery,
+    github_delivery,
+    shopify_delivery,
+    standard_delivery,
+    stripe_delivery,
+)
+
+
+def counts(engine: Engine) -> tuple[int, dict[str, int]]:
+    with engine.connect() as conn:
+        events = conn.execute(select(func.count()).select_from(INBOX_EVENTS)).scalar_one()
+        rows = conn.execute(
+            select(DELIVERIES.c.outcome, func.count()).group_by(DELIVERIES.c.outcome)
+        ).all()
+    return int(events), {str(o): int(n) for o, n in rows}
+
+
+@pytest.fixture
+def receiver(db_url: str, engine: Engine, serve: Any) -> str:
+    settings = make_settings(db_url)
+    return str(serve(create_app(settings, engine)).url)
+
+
+BUILDERS: dict[str, Callable[[], tuple[dict[str, str], bytes]]] = {
+    "stripe": stripe_delivery,
+    "github": github_delivery,
+    "shopify": shopify_delivery,
+    "svix": standard_delivery,
+    "acme": generic_delivery,
+}
+
+
+@pytest.mark.parametrize("source", sorted(BUILDERS))
+def test_each_kind_is_accepted_once_then_duplicate(
+    receiver: str, engine: Engine, source: str
+) -> None:
+    headers, body = BUILDERS[source]()
+    with httpx.Client(base_url=receiver) as client:
+        first = client.post(f"/webhooks/{source}", content=body, headers=headers)
+        second = client.post(f"/webhooks/{source}", content=body, headers=headers)
+    assert first.status_code == 200 and first.json()["status"] == "accepted", first.text
+    assert second.status_code == 200 and second.json()["status"] == "duplicate"
+    assert counts(engine) == (1, {"accepted": 1, "duplicate": 1})
+    with engine.connect() as conn:
+        row = conn.execute(select(INBOX_EVENTS)).one()
+    assert row.body == body  # raw bytes exactly as received
+    assert row.status == "pending" and row.origin == "webhook" and row.attempts == 0
+    assert row.received_at.tzinfo is not None
+    sig_headers = {
+        "stripe-signature",
+        "x-hub-signature-256",
+        "x-shopify-hmac-sha256",
+        "webhook-signature",
+        "x-acme-signature",
+    }
+    stored_sig = [v for k, v in row.headers.items() if k in sig_headers]
+    assert stored_sig == [MASK]
+
+
+def test_shopify_keeps_event_id_topic_and_triggered_at(receiver: str, engine: Engine) -> None:
+    headers, body = shopify_delivery(webhook_id="wh-1", topic="orders/paid")
+    httpx.post(f"{receiver}/webhooks/shopify", content=body, headers=headers).raise_for_status()
+    with engine.connect() as conn:
+        row = conn.execute(select(INBOX_EVENTS)).one()
+    assert (
+        row.event_id == "wh-1"
+        and row.event_type == "orders/paid"
+        and row.object_id == "820982911946154508"
+    )
+    assert row.headers["x-shopify-event-id"] == headers["X-Shopify-Event-Id"]
+    assert row.headers["x-shopify-triggered-at"] == headers["X-Shopify-Triggered-At"]
+
+
+def _counting_registry(calls: list[str]) -> HandlerRegistry:
+    registry = HandlerRegistry()
+
+    def count(event: Any, conn: Any) -> None:
+        calls.append(event.event_id)
+
+    registry.register("stripe", "*", count)
+    return registry
+
+
+def test_same_delivery_ten_times(receiver: str, engine: Engine, db_url: str) -> None:
+    headers, body = stripe_delivery("evt_ten")
+    with httpx.Client(base_url=receiver) as client:
+        statuses = [
+            client.post("/webhooks/stripe", content=body, headers=headers).json()["status"]
+            for _ in range(10)
+        ]
+    assert statuses == ["accepted"] + ["duplicate"] * 9
+    assert counts(engine) == (1, {"accepted": 1, "duplicate": 9})
+    calls: list[str] = []
+    Worker(engine, make_settings(db_url), _counting_registry(calls)).drain()
+    assert calls == ["evt_ten"]
+
+
+def test_fifty_concurrent_identical_deliveries(receiver: str, engine: Engine, db_url: str) -> None:
+    headers, body = stripe_delivery("evt_race")
+
+    async def blast() -> list[str]:
+        async with httpx.AsyncClient(
+            base_url=receiver, limits=httpx.Limits(max_connections=50)
+        ) as client:
+            responses = await asyncio.gather(
+                *(client.post("/webhooks/stripe", content=body, headers=headers) for _ in range(50))
+            )
+        return [r.json()["status"] for r in responses]
+
+    statuses = asyncio.run(blast())
+    assert sorted(statuses) == ["accepted"] + ["duplicate"] * 49
+    assert counts(engine) == (1, {"accepted": 1, "duplicate": 49})
+    calls: list[str] = []
+    Worker(engine, make_settings(db_url), _counting_registry(calls)).drain()
+    assert calls == ["evt_race"]
+
+
+def _reject_cases() -> list[tuple[str, str, dict[str, str], bytes, int, str]]:
+    cases = []
+    h, b = stripe_delivery()
+    cases.append(("unknown source", "paypal", h, b, 404, "unknown source"))
+    cases.append(
+        (
+            "missing signature",
+            "stripe",
+            {"Content-Type": "application/json"},
+            b,
+            401,
+            "missing header Stripe-Signature",
+        )
+    )
+    h2 = dict(h, **{"Stripe-Signature": h["Stripe-Signature"][:-4] + "0000"})
+    cases.append(("wrong signature", "stripe", h2, b, 401, "does not match"))
+    h, b = stripe_delivery(timestamp=int(time.time()) - 3600)
+    cases.append(("stale stripe timestamp", "stripe", h, b, 401, "tolerance"))
+    h, b = standard_delivery(timestamp=int(time.time()) + 3600)
+    cases.append(("future standard timestamp", "svix", h, b, 401, "too new"))
+    from reconciler.inbox import signatures
+
+    garbage = b"{not json"
+    now = int(time.time())
+    cases.append(
+        (
+            "unparsable JSON",
+            "stripe",
+            {"Stripe-Signature": signatures.stripe_sign(garbage, "whsec_test_secret", now)},
+            garbage,
+            400,
+            "not valid JSON",
+        )
+    )
+    no_id = json.dumps({"object": "event", "type": "x"}).encode()
+    cases.append(
+        (
+            "missing id in body",
+            "stripe",
+            {"Stripe-Signature": signatures.stripe_sign(no_id, "whsec_test_secret", now)},
+            no_id,
+            400,
+            "missing event id",
+        )
+    )
+    h, b = github_delivery()
+    del h["X-GitHub-Delivery"]
+    cases.append(("missing github delivery id", "github", h, b, 400, "X-GitHub-Delivery"))
+    big = b"x" * 2048
+    cases.append(
+        (
+            "body too large",
+            "github",
+            {"X-Hub-Signature-256": signatures.github_sign(big, "It's a Secret to Everybody")},
+            big,
+            413,
+            "larger than 1024",
+        )
+    )
+    return cases
+
+
+@pytest.mark.parametrize(
+    "name, source, headers, body, status, reason",
+    _reject_cases(),
+    ids=[c[0] for c in _reject_cases()],
+)
+def test_rejected_input_leaves_only_a_rejected_delivery(
+    db_url: str,
+    engine: Engine,
+    serve: Any,
+    name: str,
+    source: str,
+    headers: dict[str, str],
+    body: bytes,
+    status: int,
+    reason: str,
+) -> None:
+    app = create_app(make_settings(db_url, receiver={"max_body_bytes": 1024}), engine)
+    url = serve(app).url
+    response = httpx.post(f"{url}/webhooks/{source}", content=body, headers=headers)
+    assert response.status_code == status
+    assert response.json()["status"] == "rejected"
+    assert reason in response.json()["reason"]
+    assert counts(engine) == (0, {"rejected": 1})
+    with engine.connect() as conn:
+        row = conn.execute(select(DELIVERIES)).one()
+    assert row.status_code == status and reason in row.reason and row.source == source
+    assert row.remote_addr == "127.0.0.1"
+
+
+def test_chunked_body_over_the_limit_is_413(db_url: str, engine: Engine, serve: Any) -> None:
+    app = create_app(make_settings(db_url, receiver={"max_body_bytes": 1024}), engine)
+    url = serve(app).url
+
+    def chunks() -> Any:
+        for _ in range(100):
+            yield b"y" * 100
+
+    response = httpx.post(
+        f"{url}/webhooks/github", content=chunks(), headers={"X-Hub-Signature-256": "sha256=00"}
+    )
+    assert response.status_code == 413
+    assert counts(engine) == (0, {"rejected": 1})
+
+
+def test_healthz_and_metrics(receiver: str, engine: Engine) -> None:
+    headers, body = github_delivery("g-1")
+    with httpx.Client(base_url=receiver) as client:
+        client.post("/webhooks/github", content=body, headers=headers)
+        client.post("/webhooks/github", content=body, headers=headers)
+        client.post("/webhooks/github", content=b"{}", headers={"X-Hub-Signature-256": "sha256=00"})
+        assert client.get("/healthz").json() == {"status": "ok"}
+        text = client.get("/metrics").text
+    assert 'hookledger_deliveries_total{outcome="accepted",source="github"} 1.0' in text
+    assert 'hookledger_deliveries_total{outcome="duplicate",source="github"} 1.0' in text
+    assert 'hookledger_deliveries_total{outcome="rejected",source="github"} 1.0' in text
+    assert 'hookledger_events{source="github",status="pending"} 1.0' in text
+    assert 'hookledger_unprocessed_events{source="github"} 1.0' in text
+    assert 'hookledger_oldest_unprocessed_age_seconds{source="github"}' in text
+
+
+def test_storage_failure_is_not_acknowledged(tmp_path: Path, serve: Any) -> None:
+    """An event that could not be stored must not get a 2xx: the provider has to retry."""
+    unmigrated = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
+    url = serve(create_app(make_settings(), unmigrated)).url
+    headers, body = stripe_delivery()
+    response = httpx.post(f"{url}/webhooks/stripe", content=body, headers=headers)
+    assert response.status_code == 503
+    assert response.json() == {"status": "error", "reason": "storage unavailable"}
+    assert (
+        httpx.get(f"{url}/healthz").status_code == 200
+    )  # the database answers; the table is missing
+    assert "hookledger_database_up 0.0" in httpx.get(f"{url}/metrics").text
+    unmigrated.dispose()
+
+
+def test_unknown_route_uses_the_error_shape(receiver: str) -> None:
+    response = httpx.get(f"{receiver}/webhooks/stripe")
+    assert response.status_code == 405
+    assert response.json()["status"] == "error"

@@ -1,0 +1,212 @@
+"""Signature schemes: published vectors, the official libraries both ways, and every failure mode."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import standardwebhooks
+import stripe
+
+from reconciler.inbox import signatures as sig
+from reconciler.inbox.signatures import SignatureError
+from tests.conftest import FIXTURES
+
+
+def _vector(name: str) -> dict[str, object]:
+    return json.loads((FIXTURES / name / "signature_vector.json").read_text())
+
+
+def _lower(headers: dict[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items()}
+
+
+# --- published / recorded vectors ---------------------------------------------------------------
+
+
+def test_stripe_vector() -> None:
+    v = _vector("stripe")
+    body = str(v["body"]).encode()
+    assert (
+        sig.stripe_sign(body, str(v["secret"]), int(str(v["timestamp"])))
+        == v["headers"]["Stripe-Signature"]
+    )  # type: ignore[index]
+    sig.verify_stripe(_lower(v["headers"]), body, [str(v["secret"])], now=time.time(), tolerance=0)  # type: ignore[arg-type]
+
+
+def test_github_vector() -> None:
+    v = _vector("github")
+    body = str(v["body"]).encode()
+    assert sig.github_sign(body, str(v["secret"])) == "sha256=" + str(v["expected_signature_hex"])
+    sig.verify_github(_lower(v["headers"]), body, [str(v["secret"])])  # type: ignore[arg-type]
+
+
+def test_shopify_vector() -> None:
+    v = _vector("shopify")
+    body = str(v["body"]).encode()
+    assert sig.shopify_sign(body, str(v["secret"])) == v["expected_signature"]
+    sig.verify_shopify(_lower(v["headers"]), body, [str(v["secret"])])  # type: ignore[arg-type]
+
+
+def test_standard_vector() -> None:
+    v = _vector("standard-webhooks")
+    body = str(v["body"]).encode()
+    h = v["headers"]
+    assert (
+        sig.standard_sign(body, str(v["secret"]), h["webhook-id"], int(h["webhook-timestamp"]))
+        == v["expected_signature"]
+    )  # type: ignore[index]
+    sig.verify_standard(_lower(h), body, [str(v["secret"])], now=time.time(), tolerance=0)  # type: ignore[arg-type]
+
+
+# --- cross-checks with the official libraries ---------------------------------------------------
+
+
+def test_stripe_library_accepts_ours_and_we_accept_its() -> None:
+    secret = "whsec_cross_check"
+    body = b'{"id": "evt_1", "object": "event", "type": "charge.succeeded"}'
+    now = int(time.time())
+    ours = sig.stripe_sign(body, secret, now)
+    assert stripe.WebhookSignature.verify_header(body.decode(), ours, secret, tolerance=300)
+    theirs_v1 = stripe.WebhookSignature._compute_signature(f"{now}.{body.decode()}", secret)
+    sig.verify_stripe({"stripe-signature": f"t={now},v1={theirs_v1}"}, body, [secret], now=now)
+    event = stripe.Webhook.construct_event(body.decode(), ours, secret)
+    assert event["id"] == "evt_1"
+
+
+def test_stripe_library_rejects_what_we_reject() -> None:
+    secret = "whsec_cross_check"
+    body = b'{"id": "evt_1"}'
+    old = int(time.time()) - 301
+    header = sig.stripe_sign(body, secret, old)
+    with pytest.raises(stripe.SignatureVerificationError):
+        stripe.WebhookSignature.verify_header(body.decode(), header, secret, tolerance=300)
+    with pytest.raises(SignatureError, match="too old"):
+        sig.verify_stripe({"stripe-signature": header}, body, [secret], now=time.time())
+
+
+def test_standard_library_accepts_ours_and_we_accept_its() -> None:
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    wh = standardwebhooks.Webhook(secret)
+    body = '{"type": "invoice.paid", "data": {"id": "in_1"}}'
+    now = int(time.time())
+    from datetime import UTC, datetime
+
+    theirs = wh.sign("msg_1", datetime.fromtimestamp(now, UTC), body)
+    sig.verify_standard(
+        {"webhook-id": "msg_1", "webhook-timestamp": str(now), "webhook-signature": theirs},
+        body.encode(),
+        [secret],
+        now=now,
+    )
+    ours = sig.standard_sign(body.encode(), secret, "msg_2", now)
+    verified = wh.verify(
+        body, {"webhook-id": "msg_2", "webhook-timestamp": str(now), "webhook-signature": ours}
+    )
+    assert verified["data"]["id"] == "in_1"
+
+
+# --- failure modes and rotation -----------------------------------------------------------------
+
+
+def test_rotation_any_configured_secret_and_any_v1_matches() -> None:
+    body = b'{"id": "evt_rot"}'
+    now = int(time.time())
+    old_v1 = sig.stripe_sign(body, "whsec_old", now).split("v1=")[1]
+    new_v1 = sig.stripe_sign(body, "whsec_new", now).split("v1=")[1]
+    header = f"t={now},v1={old_v1},v1={new_v1},v0=ignored"
+    sig.verify_stripe({"stripe-signature": header}, body, ["whsec_new"], now=now)
+    sig.verify_stripe({"stripe-signature": header}, body, ["whsec_other", "whsec_old"], now=now)
+    with pytest.raises(SignatureError, match="does not match"):
+        sig.verify_stripe({"stripe-signature": header}, body, ["whsec_other"], now=now)
+    gh = sig.github_sign(body, "second")
+    sig.verify_github({"x-hub-signature-256": gh}, body, ["first", "second"])
+
+
+@pytest.mark.parametrize(
+    "header, message",
+    [
+        ("", "missing header"),
+        ("v1=abc", "no timestamp"),
+        ("t=abc,v1=abc", "malformed timestamp"),
+        ("t=1", "no v1"),
+    ],
+)
+def test_stripe_malformed_headers(header: str, message: str) -> None:
+    with pytest.raises(SignatureError, match=message):
+        sig.verify_stripe({"stripe-signature": header} if header else {}, b"{}", ["s"], now=1)
+
+
+def test_stripe_accepts_future_timestamps_like_the_sdk() -> None:
+    body = b"{}"
+    future = int(time.time()) + 3600
+    sig.verify_stripe(
+        {"stripe-signature": sig.stripe_sign(body, "s", future)}, body, ["s"], now=time.time()
+    )
+
+
+def test_standard_rejects_old_and_future_timestamps() -> None:
+    body = b"{}"
+    now = int(time.time())
+    for ts, word in ((now - 301, "too old"), (now + 301, "too new")):
+        headers = {
+            "webhook-id": "m",
+            "webhook-timestamp": str(ts),
+            "webhook-signature": sig.standard_sign(
+                body, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "m", ts
+            ),
+        }
+        with pytest.raises(SignatureError, match=word):
+            sig.verify_standard(headers, body, ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], now=now)
+
+
+def test_standard_signature_list_is_space_separated_and_any_entry_may_match() -> None:
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    body = b"{}"
+    now = int(time.time())
+    good = sig.standard_sign(body, secret, "m", now)
+    headers = {
+        "webhook-id": "m",
+        "webhook-timestamp": str(now),
+        "webhook-signature": f"v1a,xyz v1,Zm9v {good}",
+    }
+    sig.verify_standard(headers, body, [secret], now=now)
+
+
+def test_github_wrong_prefix_and_tampered_body() -> None:
+    good = sig.github_sign(b"a", "s")
+    with pytest.raises(SignatureError, match="sha256="):
+        sig.verify_github({"x-hub-signature-256": good.replace("sha256=", "sha1=")}, b"a", ["s"])
+    with pytest.raises(SignatureError, match="does not match"):
+        sig.verify_github({"x-hub-signature-256": good}, b"b", ["s"])
+
+
+def test_shopify_bad_base64() -> None:
+    with pytest.raises(SignatureError, match="base64"):
+        sig.verify_shopify({"x-shopify-hmac-sha256": "***"}, b"a", ["s"])
+
+
+@pytest.mark.parametrize("encoding", ["hex", "base64"])
+@pytest.mark.parametrize("algorithm", ["sha1", "sha256", "sha512"])
+def test_generic_round_trip(encoding: str, algorithm: str) -> None:
+    value = sig.generic_sign(b"payload", "k", algorithm=algorithm, encoding=encoding, prefix="v=")  # type: ignore[arg-type]
+    sig.verify_generic(
+        {"x-sig": value},
+        b"payload",
+        ["k"],
+        header="X-Sig",
+        algorithm=algorithm,
+        encoding=encoding,
+        prefix="v=",
+    )  # type: ignore[arg-type]
+    with pytest.raises(SignatureError):
+        sig.verify_generic(
+            {"x-sig": value},
+            b"payload!",
+            ["k"],
+            header="X-Sig",
+            algorithm=algorithm,
+            encoding=encoding,
+            prefix="v=",
+        )  # type: ignore[arg-type]
