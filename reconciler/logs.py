@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 FIELDS = ("source", "event_id", "correlation_id", "run_id", "error_class", "reason", "status")
 
@@ -14,8 +15,16 @@ class _FieldsFormatter(logging.Formatter):
         return f"{line} {' '.join(extras)}" if extras else line
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is now (it may be replaced after set-up)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 def configure_logging(level: str = "INFO") -> None:
-    handler = logging.StreamHandler()
+    handler = _StderrHandler()
     handler.setFormatter(_FieldsFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

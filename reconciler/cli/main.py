@@ -104,19 +104,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     loaded = load(args)
     settings = loaded.settings
     engine = open_engine(loaded)
-    app = create_app(settings, engine)
-    host = args.host or settings.receiver.host
-    port = settings.receiver.port if args.port is None else args.port
-    log.info("receiver listening on http://%s:%d", host, port)
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level=settings.logging.level.lower(),
-        access_log=args.access_log,
-        log_config=None,
-    )
-    engine.dispose()
+    try:
+        app = create_app(settings, engine)
+        host = args.host or settings.receiver.host
+        port = settings.receiver.port if args.port is None else args.port
+        log.info("receiver listening on http://%s:%d", host, port)
+        # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal.
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level=settings.logging.level.lower(),
+            access_log=args.access_log,
+            log_config=None,
+        )
+    finally:
+        engine.dispose()
     return EXIT_OK
 
 
@@ -272,3 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,168 @@
+"""The command line, in process and as real processes, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import Engine, select
+
+from reconciler.cli.main import main
+from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS
+from tests.deliveries import stripe_delivery
+from tests.test_worker import put
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_config(tmp_path: Path, db_url: str, port: int = 8000) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f"""
+[database]
+url = "{db_url}"
+
+[receiver]
+port = {port}
+
+[worker]
+handlers = ["tests.handlers_for_cli"]
+
+[[sources]]
+name = "stripe"
+kind = "stripe"
+signing_secret_env = "T_STRIPE_SECRET"
+"""
+    )
+    return path
+
+
+def test_init_is_idempotent(
+    db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = write_config(tmp_path, db_url)
+    assert main(["init", "--config", str(cfg)]) == 0
+    assert main(["init", "--config", str(cfg)]) == 0
+    assert "revision 0001" in capsys.readouterr().out
+
+
+def test_commands_refuse_an_uninitialised_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = write_config(tmp_path, f"sqlite:///{tmp_path / 'new.db'}")
+    assert main(["worker", "--once", "--config", str(cfg)]) == 2
+    assert "run 'hookledger init' first" in capsys.readouterr().err
+
+
+def test_serve_refuses_to_start_without_its_secret(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("T_STRIPE_SECRET")
+    cfg = write_config(tmp_path, db_url)
+    assert main(["serve", "--config", str(cfg)]) == 2
+    assert "T_STRIPE_SECRET" in capsys.readouterr().err
+
+
+def test_worker_replay_and_events_show(
+    db_url: str, engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = str(write_config(tmp_path, db_url))
+    put(engine, "evt_ok", obj={"id": "in_1", "object": "invoice", "status": "paid"})
+    put(engine, "evt_broken", obj={"id": "in_2", "object": "invoice", "status": "broken"})
+    assert main(["worker", "--once", "--config", cfg]) == 0
+    assert "claimed 2: dead 1, processed 1" in capsys.readouterr().out
+
+    assert main(["replay", "evt_nope", "--source", "stripe", "--config", cfg]) == 2
+    assert "no event 'evt_nope' from source 'stripe'" in capsys.readouterr().err
+
+    assert (
+        main(
+            [
+                "replay",
+                "evt_broken",
+                "--source",
+                "stripe",
+                "--reason",
+                "retry after fix",
+                "--actor",
+                "bob",
+                "--config",
+                cfg,
+            ]
+        )
+        == 0
+    )
+    assert "dead -> pending" in capsys.readouterr().out
+    assert main(["replay", "evt_broken", "--source", "stripe", "--config", cfg]) == 2
+    assert "is pending" in capsys.readouterr().err
+
+    assert main(["events", "show", "evt_broken", "--source", "stripe", "--config", cfg]) == 0
+    out = capsys.readouterr().out
+    assert "status: pending" in out and "bob  replay  retry after fix" in out
+    assert "permanent  PermanentError: invoice payload is broken" in out
+
+    assert (
+        main(["events", "show", "evt_broken", "--source", "stripe", "--json", "--config", cfg]) == 0
+    )
+    data = json.loads(capsys.readouterr().out)
+    assert data["event"]["event_id"] == "evt_broken" and data["event"]["origin"] == "replay"
+    assert [a["outcome"] for a in data["attempts"]] == ["dead"]
+    assert data["audit"][0]["actor"] == "bob"
+    with engine.connect() as conn:
+        assert conn.execute(select(AUDIT_LOG.c.action)).scalar_one() == "replay"
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = int(s.getsockname()[1])
+    s.close()
+    return port
+
+
+@pytest.mark.slow
+def test_serve_and_worker_as_real_processes(db_url: str, engine: Engine, tmp_path: Path) -> None:
+    port = _free_port()
+    cfg = str(write_config(tmp_path, db_url, port))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cli = [sys.executable, "-m", "reconciler.cli.main"]
+    server = subprocess.Popen([*cli, "serve", "--config", cfg], env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None, "hookledger serve exited"
+            assert time.monotonic() < deadline, "hookledger serve did not come up"
+            time.sleep(0.1)
+        headers, body = stripe_delivery("evt_cli")
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/webhooks/stripe", content=body, headers=headers
+        )
+        assert response.json() == {"status": "accepted", "event_id": "evt_cli"}
+    finally:
+        server.terminate()
+        # graceful shutdown, then uvicorn re-raises SIGTERM as its exit status
+        assert server.wait(timeout=20) in (0, -15)
+    done = subprocess.run(
+        [*cli, "worker", "--once", "--config", cfg],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "processed 1" in done.stdout
+    with engine.connect() as conn:
+        assert conn.execute(select(INBOX_EVENTS.c.status)).scalar_one() == "processed"
