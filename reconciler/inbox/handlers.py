@@ -110,7 +110,9 @@ def upsert_if_newer(
 
     One statement (``INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE stored.version < new.version``),
     so out-of-order and repeated events converge to the newest state whatever order they arrive in.
-    Returns True when a row was written.
+    Returns True when a row was written. The statement is compiled on every call (dialect INSERTs
+    are not in SQLAlchemy's statement cache, sqlalchemy/sqlalchemy#10445): a few hundred
+    microseconds per call.
     """
     key_cols = list(key)
     stmt = insert_for(conn, table).values(dict(values))

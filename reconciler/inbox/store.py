@@ -83,30 +83,32 @@ def _event_row(item: IncomingEvent) -> dict[str, Any]:
 def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome]:
     """Store a batch in the caller's transaction; return each item's outcome, in order.
 
-    Events are inserted in (source, event_id) order so that concurrent batches on PostgreSQL take row
-    locks in one order and cannot deadlock. Duplicates inside one batch resolve like any other.
+    All events go in one executemany of ``INSERT ... ON CONFLICT DO NOTHING RETURNING source, event_id``
+    (SQLAlchemy sends it as multi-row statements): the keys returned are the new events, every other
+    item is a duplicate. Within a batch the first item of a key wins. Rows are sent in
+    (source, event_id) order so that concurrent batches on PostgreSQL lock in one order and cannot
+    deadlock. One statement per batch also means one compilation per batch: the dialects' INSERT
+    constructs are not in SQLAlchemy's statement cache (sqlalchemy/sqlalchemy#10445), and compiling
+    per row cost ~0.4 ms per event.
     """
-    outcomes: list[DeliveryOutcome | None] = [None] * len(items)
-    stmt = (
-        insert_for(conn, EVENTS)
-        .on_conflict_do_nothing(index_elements=["source", "event_id"])
-        .returning(EVENTS.c.id)
-    )
-    order = sorted(
-        (i for i, it in enumerate(items) if isinstance(it, IncomingEvent)),
-        key=lambda i: (items[i].source, items[i].parsed.event_id),  # type: ignore[union-attr]
-    )
-    for i in order:
-        item = items[i]
-        assert isinstance(item, IncomingEvent)
-        inserted = conn.execute(stmt, _event_row(item)).first()
-        outcomes[i] = DeliveryOutcome.ACCEPTED if inserted else DeliveryOutcome.DUPLICATE
-    rows = []
-    for i, item in enumerate(items):
+    outcomes: list[DeliveryOutcome] = []
+    events = [it for it in items if isinstance(it, IncomingEvent)]
+    inserted: set[tuple[str, str]] = set()
+    if events:
+        stmt = (
+            insert_for(conn, EVENTS)
+            .on_conflict_do_nothing(index_elements=["source", "event_id"])
+            .returning(EVENTS.c.source, EVENTS.c.event_id)
+        )
+        rows = sorted((_event_row(e) for e in events), key=lambda r: (r["source"], r["event_id"]))
+        inserted = {(r.source, r.event_id) for r in conn.execute(stmt, rows)}
+    deliveries = []
+    for item in items:
         if isinstance(item, IncomingEvent):
-            outcome = outcomes[i]
-            assert outcome is not None
-            rows.append(
+            key = (item.source, item.parsed.event_id)
+            outcome = DeliveryOutcome.ACCEPTED if key in inserted else DeliveryOutcome.DUPLICATE
+            inserted.discard(key)
+            deliveries.append(
                 {
                     "source": item.source,
                     "event_id": item.parsed.event_id,
@@ -119,19 +121,20 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
                 }
             )
         else:
-            outcomes[i] = DeliveryOutcome.REJECTED
-            rows.append(
+            outcome = DeliveryOutcome.REJECTED
+            deliveries.append(
                 {
                     "source": item.source[:64],
                     "event_id": item.event_id,
                     "delivery_id": item.delivery_id,
                     "received_at": item.received_at,
-                    "outcome": DeliveryOutcome.REJECTED,
+                    "outcome": outcome,
                     "status_code": item.status_code,
                     "reason": item.reason[:512],
                     "remote_addr": item.remote_addr,
                 }
             )
-    if rows:
-        conn.execute(insert(DELIVERIES), rows)
-    return [o for o in outcomes if o is not None]
+        outcomes.append(outcome)
+    if deliveries:
+        conn.execute(insert(DELIVERIES), deliveries)
+    return outcomes

@@ -3,7 +3,10 @@
 SQLite: WAL, ``synchronous=NORMAL`` (durable across application crashes; a power loss may drop the last
 transactions, the documented WAL trade-off), a busy timeout, foreign keys on, and ``BEGIN IMMEDIATE`` for
 every transaction so that two writers queue on the busy timeout instead of failing with "database is
-locked" when a read lock cannot be upgraded.
+locked" when a read lock cannot be upgraded. ``wal_autocheckpoint`` is raised from 1,000 to 10,000
+pages (a WAL of up to ~40 MB): checkpoints still run right after a commit, so the WAL restarts, but
+index pages rewritten by many commits are copied back once; measured ~25 us less per stored event
+(docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from reconciler.errors import ConfigError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000
 
 
 def make_engine(url: str, *, echo: bool = False, pool_size: int = 10) -> Engine:
@@ -57,6 +61,7 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

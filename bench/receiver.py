@@ -1,0 +1,205 @@
+"""Receiver throughput: accepted deliveries per second with signature check and durable insert,
+against a bare Starlette endpoint answering 200, same load client (wrk) on loopback, same run.
+
+Each server is one uvicorn process pinned to CPU 0; wrk runs pinned to CPU 1 (the database server is
+not pinned). Arms are interleaved over the rounds; the median of each arm is reported with its ratio
+to the bare endpoint's median. Every arm's responses must all be 200 and, for the receiver, the
+database must hold exactly as many accepted events as wrk completed requests.
+
+    python bench/receiver.py [--seconds 8] [--rounds 3] [--connections 64] [--payload large|small] [--no-postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import PYTHON, ROOT, free_port, median, pg_schema, pinned, process, sqlite_db
+from reconciler.inbox.signatures import github_sign
+from reconciler.storage.engine import make_engine
+from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
+
+SECRET = "bench-secret"
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "providers" / "github" / "push.payload.json"
+
+LUA = """
+local counter = 0
+wrk.method = "POST"
+wrk.body = {body}
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["X-GitHub-Event"] = "push"
+wrk.headers["X-Hub-Signature-256"] = "{signature}"
+request = function()
+  counter = counter + 1
+  wrk.headers["X-GitHub-Delivery"] = "{prefix}-" .. counter
+  return wrk.format()
+end
+"""
+
+
+def body(size: str) -> bytes:
+    """``large``: GitHub's push example (6.7 KB); ``small``: a 1.2 KB event."""
+    if size == "large" and FIXTURE.exists():
+        return json.dumps(json.loads(FIXTURE.read_text())).encode()
+    commit = {
+        "id": "0" * 40,
+        "message": "Update README.md",
+        "author": {"name": "Octo Cat", "email": "octo@example.com"},
+    }
+    doc = {
+        "ref": "refs/heads/main",
+        "before": "a" * 40,
+        "after": "b" * 40,
+        "repository": {"id": 1296269, "full_name": "octocat/Hello-World"},
+        "commits": [commit] * (3 if size == "small" else 40),
+    }
+    return json.dumps(doc).encode()
+
+
+PAYLOAD = "large"
+
+
+def run_wrk(url: str, seconds: int, connections: int, workdir: Path) -> tuple[float, int, int]:
+    payload = body(PAYLOAD)
+    script = workdir / f"{uuid.uuid4().hex}.lua"
+    script.write_text(
+        LUA.format(
+            body=json.dumps(payload.decode()),
+            signature=github_sign(payload, SECRET),
+            prefix=uuid.uuid4().hex,
+        )
+    )
+    out = subprocess.run(
+        pinned(1, ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url]),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return rps, total, int(bad.group(1)) if bad else 0
+
+
+def receiver_arm(
+    db_url: str, seconds: int, connections: int, workdir: Path, batch: int = 256
+) -> float:
+    port = free_port()
+    cfg = workdir / f"config-{port}.toml"
+    cfg.write_text(
+        f'[database]\nurl = "{db_url}"\n[logging]\nlevel = "WARNING"\n[receiver]\nbatch_max_size = {batch}\n'
+        '[[sources]]\nname = "github"\nkind = "github"\nsigning_secret_env = "BENCH_SECRET"\n'
+    )
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        before = conn.execute(select(func.count()).select_from(INBOX_EVENTS)).scalar_one()
+    argv = pinned(
+        0, [PYTHON, "-m", "reconciler.cli.main", "serve", "--config", str(cfg), "--port", str(port)]
+    )
+    with process(argv, f"http://127.0.0.1:{port}/healthz", env={"BENCH_SECRET": SECRET}):
+        rps, total, bad = run_wrk(
+            f"http://127.0.0.1:{port}/webhooks/github", seconds, connections, workdir
+        )
+    with engine.connect() as conn:
+        after = conn.execute(select(func.count()).select_from(INBOX_EVENTS)).scalar_one()
+        accepted = conn.execute(
+            select(func.count()).select_from(DELIVERIES).where(DELIVERIES.c.outcome == "accepted")
+        ).scalar_one()
+    engine.dispose()
+    stored = after - before
+    # wrk may stop waiting for a few in-flight requests at the deadline; those are stored too.
+    if bad or not (total <= stored <= total + connections) or accepted != after:
+        raise SystemExit(
+            f"receiver arm inconsistent: wrk {total} ok, {bad} bad; stored {stored}, accepted {accepted}"
+        )
+    return rps
+
+
+def bare_arm(seconds: int, connections: int, workdir: Path) -> float:
+    port = free_port()
+    argv = pinned(0, [PYTHON, str(ROOT / "bench" / "bare_app.py"), str(port)])
+    with process(argv, f"http://127.0.0.1:{port}/"):
+        rps, _total, bad = run_wrk(
+            f"http://127.0.0.1:{port}/webhooks/github", seconds, connections, workdir
+        )
+    if bad:
+        raise SystemExit(f"bare arm had {bad} non-2xx responses")
+    return rps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--payload", choices=["small", "large"], default="large")
+    args = parser.parse_args()
+    global PAYLOAD
+    PAYLOAD = args.payload
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is needed (Debian: apt-get install wrk)")
+    results: dict[str, list[float]] = {
+        "bare": [],
+        "sqlite": [],
+        "sqlite-per-request": [],
+        "postgresql": [],
+        "postgresql-per-request": [],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        with sqlite_db(workdir, "bench.db") as sqlite_url:
+            pg = pg_schema() if not args.no_postgres else None
+            pg_url = pg.__enter__() if pg else None
+            try:
+                for r in range(args.rounds):
+                    results["bare"].append(bare_arm(args.seconds, args.connections, workdir))
+                    results["sqlite"].append(
+                        receiver_arm(sqlite_url, args.seconds, args.connections, workdir)
+                    )
+                    results["sqlite-per-request"].append(
+                        receiver_arm(sqlite_url, args.seconds, args.connections, workdir, batch=1)
+                    )
+                    if pg_url:
+                        results["postgresql"].append(
+                            receiver_arm(pg_url, args.seconds, args.connections, workdir)
+                        )
+                        results["postgresql-per-request"].append(
+                            receiver_arm(pg_url, args.seconds, args.connections, workdir, batch=1)
+                        )
+                    print(
+                        f"round {r + 1}: "
+                        + ", ".join(f"{k} {v[-1]:.0f}/s" for k, v in results.items() if v),
+                        flush=True,
+                    )
+            finally:
+                if pg:
+                    pg.__exit__(None, None, None)
+    bare = median(results["bare"])
+    print(
+        f"\npayload {len(body(PAYLOAD))} bytes, {args.connections} connections, {args.rounds} rounds of {args.seconds} s"
+    )
+    print(f"{'arm':<24}{'median req/s':>14}{'ratio to bare':>15}   goal")
+    print(f"{'bare':<24}{bare:>14.0f}{1.0:>15.2f}")
+    goals = {"sqlite": ">= 0.6", "postgresql": ">= 0.4"}
+    for arm, values in results.items():
+        if arm != "bare" and values:
+            m = median(values)
+            print(f"{arm:<24}{m:>14.0f}{m / bare:>15.2f}   {goals.get(arm, '')}")
+
+
+if __name__ == "__main__":
+    main()
