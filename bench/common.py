@@ -9,16 +9,15 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import httpx
-from sqlalchemy import text
 
 from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import upgrade
+from reconciler.storage.testing import scratch_postgres_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_URL = os.environ.get(
@@ -63,23 +62,9 @@ def process(
             proc.kill()
 
 
-@contextmanager
-def pg_schema() -> Iterator[str]:
+def pg_schema() -> AbstractContextManager[str]:
     """A migrated scratch schema on the local PostgreSQL, dropped afterwards."""
-    schema = f"hl_bench_{uuid.uuid4().hex[:8]}"
-    admin = make_engine(PG_URL)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}options=-csearch_path%3D{schema}"
-    eng = make_engine(url)
-    upgrade(eng)
-    eng.dispose()
-    try:
-        yield url
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    return scratch_postgres_schema(PG_URL, prefix="hl_bench")
 
 
 @contextmanager

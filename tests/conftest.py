@@ -11,7 +11,6 @@ import os
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from reconciler.config import Settings, parse_settings
 from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import upgrade
 from reconciler.storage.models import Base
+from reconciler.storage.testing import scratch_postgres_schema
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "providers"
 if not FIXTURES.exists():  # CI clones next to shared/, developers may not
@@ -51,21 +51,8 @@ def pg_url() -> Iterator[str]:
     base = _pg_base_url()
     if not base:
         pytest.skip(f"{PG_ENV} is not set")
-    schema = f"hl_test_{uuid.uuid4().hex[:10]}"
-    admin = make_engine(base)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    sep = "&" if "?" in base else "?"
-    url = f"{base}{sep}options=-csearch_path%3D{schema}"
-    eng = make_engine(url)
-    upgrade(eng)
-    eng.dispose()
-    try:
+    with scratch_postgres_schema(base) as url:
         yield url
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

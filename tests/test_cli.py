@@ -166,3 +166,46 @@ def test_serve_and_worker_as_real_processes(db_url: str, engine: Engine, tmp_pat
     assert "processed 1" in done.stdout
     with engine.connect() as conn:
         assert conn.execute(select(INBOX_EVENTS.c.status)).scalar_one() == "processed"
+
+
+@pytest.mark.slow
+def test_long_running_worker_processes_then_stops_on_sigterm(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    import signal
+
+    cfg = str(write_config(tmp_path, db_url))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reconciler.cli.main",
+            "worker",
+            "--concurrency",
+            "2",
+            "--config",
+            cfg,
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        put(engine, "evt_live", obj={"id": "in_9", "object": "invoice", "status": "paid"})
+        deadline = time.monotonic() + 30
+        while True:
+            with engine.connect() as conn:
+                status = conn.execute(select(INBOX_EVENTS.c.status)).scalar_one()
+            if status == "processed":
+                break
+            assert worker.poll() is None and time.monotonic() < deadline, status
+            time.sleep(0.1)
+        worker.send_signal(signal.SIGTERM)
+        out, _ = worker.communicate(timeout=20)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0
+    assert "processed 1" in out
