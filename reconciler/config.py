@@ -25,17 +25,39 @@ DEFAULT_CONFIG_PATH = Path("config.toml")
 DEFAULT_DATABASE_URL = "sqlite:///var/hookledger.db"
 
 SourceKind = Literal["stripe", "github", "shopify", "standard", "generic"]
-GENERIC_ONLY_KEYS = (
-    "signature_header",
-    "signature_algorithm",
-    "signature_encoding",
-    "signature_prefix",
-    "signed_payload",
-    "id_header",
-    "id_json_path",
-    "type_header",
-    "type_json_path",
-)
+# Keys that only mean something for some kinds; setting one on another kind is an error.
+KIND_KEYS: dict[str, tuple[str, ...]] = {
+    "signature_header": ("generic",),
+    "signature_algorithm": ("generic",),
+    "signature_encoding": ("generic",),
+    "signature_prefix": ("generic",),
+    "signed_payload": ("generic",),
+    "id_header": ("generic",),
+    "id_json_path": ("generic",),
+    "type_header": ("generic",),
+    "type_json_path": ("generic",),
+    "event_types": ("stripe",),
+    "account": ("stripe",),
+    "repository": ("github",),
+    "organization": ("github",),
+    "hook_id": ("github",),
+    "app_id": ("github",),
+    "private_key_env": ("github",),
+    "api_version": ("shopify",),
+    "resources": ("shopify",),
+    "list_url": ("generic", "standard"),
+    "items_path": ("generic", "standard"),
+    "id_path": ("generic", "standard"),
+    "type_path": ("generic", "standard"),
+    "time_path": ("generic", "standard"),
+    "object_id_path": ("generic", "standard"),
+    "cursor_style": ("generic", "standard"),
+    "cursor_param": ("generic", "standard"),
+    "cursor_path": ("generic", "standard"),
+    "done_path": ("generic", "standard"),
+    "since_param": ("generic", "standard"),
+    "limit_param": ("generic", "standard"),
+}
 
 
 class _Table(BaseModel):
@@ -98,19 +120,78 @@ class SourceSettings(_Table):
     id_json_path: str | None = None
     type_header: str | None = None
     type_json_path: str | None = None
+    # connectors (issue #3)
+    initial_lookback_hours: int = Field(default=72, ge=1, le=24 * 365)
+    retention_days: float | None = Field(default=None, gt=0)
+    page_size: int | None = Field(default=None, ge=1, le=1000)
+    event_types: tuple[str, ...] = Field(default=(), max_length=20)
+    account: str | None = None
+    repository: str | None = Field(default=None, pattern=r"^[\w.-]+/[\w.-]+$")
+    organization: str | None = None
+    hook_id: int | None = None
+    app_id: int | None = None
+    private_key_env: str | None = None
+    api_version: str = "2025-01"
+    resources: tuple[str, ...] = ("orders",)
+    list_url: str | None = None
+    items_path: str = "data"
+    id_path: str = "id"
+    type_path: str | None = None
+    time_path: str | None = None
+    object_id_path: str | None = None
+    cursor_style: Literal["link", "body", "since", "offset"] = "link"
+    cursor_param: str = "cursor"
+    cursor_path: str | None = None
+    done_path: str | None = None
+    since_param: str = "since"
+    limit_param: str = "limit"
+
+    @field_validator("event_types", "resources", mode="before")
+    @classmethod
+    def _tuples(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
 
     @model_validator(mode="after")
     def _check_kind_keys(self) -> SourceSettings:
+        for key, kinds in KIND_KEYS.items():
+            if key in self.model_fields_set and self.kind not in kinds:
+                raise ValueError(
+                    f"key '{key}' applies only to kind {' or '.join(repr(k) for k in kinds)}"
+                )
         if self.kind == "generic":
             if not self.signature_header:
                 raise ValueError("kind 'generic' needs key 'signature_header'")
             if not (self.id_header or self.id_json_path):
                 raise ValueError("kind 'generic' needs key 'id_header' or 'id_json_path'")
-        else:
-            for key in GENERIC_ONLY_KEYS:
-                if key in self.model_fields_set:
-                    raise ValueError(f"key '{key}' applies only to kind 'generic'")
+        if self.kind == "github":
+            scopes = [bool(self.repository), bool(self.organization), self.app_id is not None]
+            if sum(scopes) > 1:
+                raise ValueError("set only one of 'repository', 'organization' or 'app_id'")
+            if (self.repository or self.organization) and self.hook_id is None:
+                raise ValueError("'repository' and 'organization' need key 'hook_id'")
+            if self.app_id is not None and not self.private_key_env:
+                raise ValueError("'app_id' needs key 'private_key_env'")
+        if self.cursor_style == "body" and not self.cursor_path:
+            raise ValueError("cursor_style 'body' needs key 'cursor_path'")
         return self
+
+    def api_key(self, environ: Mapping[str, str] | None = None) -> str:
+        """The API key or token from the environment variable named by ``api_key_env``."""
+        return self._env_secret("api_key_env", self.api_key_env, environ)
+
+    def private_key(self, environ: Mapping[str, str] | None = None) -> str:
+        return self._env_secret("private_key_env", self.private_key_env, environ)
+
+    def _env_secret(self, key: str, var: str | None, environ: Mapping[str, str] | None) -> str:
+        env = os.environ if environ is None else environ
+        if not var:
+            raise ConfigError(f"source '{self.name}': no {key} is configured")
+        value = env.get(var, "").strip()
+        if not value:
+            raise ConfigError(
+                f"source '{self.name}': environment variable {var} (named by {key}) is not set"
+            )
+        return value
 
     def signing_secrets(self, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The signing secrets from the environment (comma-separated: every one is accepted)."""

@@ -129,7 +129,9 @@ class RunningServer:
 
 def start_server(app: Any) -> RunningServer:
     """Serve an ASGI app with uvicorn on 127.0.0.1 and a free port, in a thread."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the listening
+    # socket says TCP, and without it every keep-alive response waits ~40 ms (Nagle + delayed ACK).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

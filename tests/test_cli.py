@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -50,7 +51,11 @@ def test_init_is_idempotent(
     cfg = write_config(tmp_path, db_url)
     assert main(["init", "--config", str(cfg)]) == 0
     assert main(["init", "--config", str(cfg)]) == 0
-    assert "revision 0001" in capsys.readouterr().out
+    from reconciler.storage.engine import make_engine
+    from reconciler.storage.migrate import head_revision
+
+    head = head_revision(make_engine("sqlite://"))
+    assert f"revision {head}" in capsys.readouterr().out
 
 
 def test_commands_refuse_an_uninitialised_database(
@@ -209,3 +214,104 @@ def test_long_running_worker_processes_then_stops_on_sigterm(
             worker.kill()
     assert worker.returncode == 0
     assert "processed 1" in out
+
+
+@pytest.mark.slow
+def test_sandbox_command_serves_the_apis_and_sends_webhooks_with_ground_truth(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    receiver_port, sandbox_port = _free_port(), _free_port()
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(
+        f"""
+[database]
+url = "{db_url}"
+[receiver]
+port = {receiver_port}
+[[sources]]
+name = "stripe"
+kind = "stripe"
+signing_secret_env = "T_STRIPE_SECRET"
+[[sources]]
+name = "github"
+kind = "github"
+signing_secret_env = "T_GITHUB_SECRET"
+[[sources]]
+name = "shopify"
+kind = "shopify"
+signing_secret_env = "T_SHOPIFY_SECRET"
+"""
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cli = [sys.executable, "-m", "reconciler.cli.main"]
+    report_path = tmp_path / "report.json"
+    receiver = subprocess.Popen([*cli, "serve", "--config", str(cfg)], env=env, cwd=tmp_path)
+    sandbox = None
+    try:
+        _wait(f"http://127.0.0.1:{receiver_port}/healthz", receiver)
+        sandbox = subprocess.Popen(
+            [
+                *cli,
+                "sandbox",
+                "--config",
+                str(cfg),
+                "--port",
+                str(sandbox_port),
+                "--seed",
+                "5",
+                "--send",
+                "--drop",
+                "0.1",
+                "--duplicate",
+                "0.1",
+                "--reorder",
+                "0.1",
+                "--delay",
+                "0.1",
+                "--report",
+                str(report_path),
+            ],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+        )
+        _wait(f"http://127.0.0.1:{sandbox_port}/_sandbox/health", sandbox)
+        events = httpx.get(
+            f"http://127.0.0.1:{sandbox_port}/v1/events?limit=3",
+            headers={"Authorization": "Bearer sk_test_sandbox"},
+        ).json()
+        assert len(events["data"]) == 3 and events["has_more"] is True
+        deadline = time.monotonic() + 60
+        while not report_path.exists():
+            assert time.monotonic() < deadline and sandbox.poll() is None
+            time.sleep(0.2)
+        time.sleep(0.2)
+        report = json.loads(report_path.read_text())
+    finally:
+        for proc in (sandbox, receiver):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=20)
+    with engine.connect() as conn:
+        stored = {
+            (s, e) for s, e in conn.execute(select(INBOX_EVENTS.c.source, INBOX_EVENTS.c.event_id))
+        }
+    for name in ("stripe", "github", "shopify"):
+        r = report[name]
+        assert r["dropped"] and r["responses"] == {"200": r["requests"]}
+        kept = {e for s, e in stored if s == name}
+        assert len(kept) == r["planned"] - len(r["dropped"])
+        assert not kept & set(r["dropped"])
+
+
+def _wait(url: str, proc: subprocess.Popen[Any]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(url).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, f"{proc.args} exited"
+        assert time.monotonic() < deadline, f"{url} did not come up"
+        time.sleep(0.1)

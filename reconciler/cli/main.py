@@ -68,6 +68,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--actor", default=None, help="who (default: the OS user)")
     p.set_defaults(func=cmd_replay)
 
+    p = sub.add_parser(
+        "sandbox",
+        parents=[parent],
+        help="run the local sandbox provider (Stripe, GitHub, Shopify APIs)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the generated data (default 1)")
+    p.add_argument(
+        "--send",
+        action="store_true",
+        help="deliver the events as signed webhooks to each stripe/github/shopify source on the receiver",
+    )
+    p.add_argument("--drop", type=float, default=0.0, help="fraction of webhooks never delivered")
+    p.add_argument("--duplicate", type=float, default=0.0, help="fraction delivered twice")
+    p.add_argument("--reorder", type=float, default=0.0, help="fraction swapped with a later one")
+    p.add_argument("--delay", type=float, default=0.0, help="fraction delivered after all others")
+    p.add_argument(
+        "--report",
+        default="var/sandbox-report.json",
+        help="where --send writes what it did: the ground truth (default var/sandbox-report.json)",
+    )
+    p.set_defaults(func=cmd_sandbox)
+
     events = sub.add_parser("events", parents=[parent], help="inspect inbox events")
     esub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
     p = esub.add_parser(
@@ -159,6 +183,31 @@ def cmd_worker(args: argparse.Namespace) -> int:
     claimed = sum(w.stats.claimed for w in workers)
     summary = ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) or "nothing due"
     print(f"claimed {claimed}: {summary}")
+    return EXIT_OK
+
+
+def cmd_sandbox(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from connectors.sandbox.run import SendPlan, serve
+    from connectors.sandbox.sender import DeliveryFaults
+
+    settings = load(args).settings
+    for name in ("drop", "duplicate", "reorder", "delay"):
+        if not 0.0 <= getattr(args, name) <= 1.0:
+            raise HookledgerError(f"--{name} must be a fraction between 0 and 1")
+    send_plan = None
+    if args.send:
+        faults = DeliveryFaults(args.drop, args.duplicate, args.reorder, args.delay)
+        send_plan = SendPlan(faults, args.seed, Path(args.report))
+    serve(
+        settings,
+        host=args.host,
+        port=args.port,
+        seed=args.seed,
+        send_plan=send_plan,
+        log_level=settings.logging.level.lower(),
+    )
     return EXIT_OK
 
 

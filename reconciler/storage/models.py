@@ -186,8 +186,20 @@ class AuditLog(Base):
     )
 
 
+class SourceCursor(Base):
+    """Where each source's connector resumes; written with the page results it follows."""
+
+    __tablename__ = "cursors"
+
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    position: Mapped[dict[str, Any]]
+    updated_at: Mapped[datetime]
+    run_id: Mapped[str | None] = mapped_column(String(64))
+
+
 # Typed handles on the tables for Core statements (``__table__`` is typed as a FromClause).
 INBOX_EVENTS = cast(Table, InboxEvent.__table__)
 DELIVERIES = cast(Table, Delivery.__table__)
 PROCESSING_ATTEMPTS = cast(Table, ProcessingAttempt.__table__)
 AUDIT_LOG = cast(Table, AuditLog.__table__)
+CURSORS = cast(Table, SourceCursor.__table__)

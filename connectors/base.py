@@ -1,0 +1,95 @@
+"""The interface every provider connector implements, and the values it returns.
+
+A connector pages the provider's own record of what happened, starting from a cursor, and hands out
+each page with the cursor that follows it. It never writes the cursor: the caller commits the page's
+results and the new cursor in one transaction (a cursor moves with its data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+Cursor = Mapping[str, Any]  # JSON-serialisable position, opaque to callers
+
+
+@dataclass(frozen=True)
+class DeliveryAttempt:
+    """One delivery attempt as the provider recorded it (GitHub lists these)."""
+
+    attempt_id: str
+    delivered_at: datetime | None
+    status: str | None  # GitHub: "OK" means delivered
+    status_code: int | None
+    redelivery: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "OK"
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the source says happened (an event) or how an object is now (a state record).
+
+    ``event_id`` is the id the receiver stores for that provider (Stripe event id, GitHub delivery
+    GUID); it is None for state records (Shopify resources), which are reconciled by object.
+    """
+
+    event_id: str | None
+    event_type: str | None
+    object_type: str | None
+    object_id: str | None
+    occurred_at: datetime | None
+    object_version: str | None
+    payload: Mapping[str, Any]
+    attempts: tuple[DeliveryAttempt, ...] = ()
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A stretch of the source's history that can no longer be checked (beyond its retention)."""
+
+    start: datetime | None
+    end: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
+class Page:
+    records: tuple[Record, ...]
+    cursor: Cursor  # where to resume after this page has been processed
+    done: bool  # no more pages up to now
+    gap: Gap | None = None
+    url: str | None = None  # the request that produced it, secrets redacted
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    now: datetime
+    initial_lookback: timedelta = field(default=timedelta(hours=72))
+    full: bool = False  # ignore the cursor and rescan the initial look-back
+
+
+class Connector(Protocol):
+    source: str
+
+    @property
+    def retention(self) -> timedelta | None:
+        """How long the provider keeps records that can be fetched or redelivered."""
+
+    def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
+        """Pages from ``cursor`` (None: start from the initial look-back) up to now."""
+
+    def fetch_event(self, event_id: str) -> Record:
+        """One event (or delivery) by id."""
+
+    def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
+        """The current state of one object."""
+
+    def redeliver(self, event_id: str) -> None:
+        """Ask the provider to send it again (raises UnsupportedError where it cannot)."""
+
+    def close(self) -> None: ...

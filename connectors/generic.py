@@ -1,0 +1,170 @@
+"""Any JSON list API, configured in ``config.toml`` (Svix's ``/api/v1/app/{app}/msg`` and the like).
+
+Keys: ``list_url`` (relative to ``base_url``), ``items_path``, ``id_path``, ``type_path``,
+``time_path``, ``object_id_path`` (dotted paths), ``page_size`` with ``limit_param``, and one
+``cursor_style``:
+
+- ``link``: follow the ``Link: rel="next"`` URL;
+- ``body``: the next cursor is at ``cursor_path`` in the body, sent back as ``cursor_param``; the list
+  is through when ``done_path`` is true (Svix: ``iterator`` / ``done``). The last cursor is kept, so the
+  next run asks only for what came after it;
+- ``since``: ``since_param`` = the newest ``time_path`` value seen; the page's boundary items are
+  skipped next time by id;
+- ``offset``: ``cursor_param`` = how many items were read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from connectors.base import Cursor, Page, Record, ScanOptions
+from connectors.errors import MalformedResponseError, UnsupportedError
+from connectors.http import ProviderClient, parse_link_header, redact_url
+from reconciler.config import SourceSettings
+from reconciler.inbox.parsing import json_path_get
+
+
+def _time(value: Any) -> datetime | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
+
+
+class GenericConnector:
+    def __init__(self, source: SourceSettings, client: ProviderClient) -> None:
+        if not source.list_url:
+            raise MalformedResponseError(
+                f"source '{source.name}': a generic connector needs key 'list_url'"
+            )
+        self.source = source.name
+        self.cfg = source
+        self.client = client
+        self.list_url = source.list_url
+        self.page_size = source.page_size or 100
+
+    @property
+    def retention(self) -> timedelta | None:
+        return timedelta(days=self.cfg.retention_days) if self.cfg.retention_days else None
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _record(self, item: Any, url: str, index: int) -> Record:
+        event_id = json_path_get(item, self.cfg.id_path)
+        if event_id is None or isinstance(event_id, dict | list):
+            raise MalformedResponseError(
+                f"source '{self.source}': {redact_url(url)} item {index} has no '{self.cfg.id_path}'"
+            )
+        occurred = _time(json_path_get(item, self.cfg.time_path)) if self.cfg.time_path else None
+        event_type = json_path_get(item, self.cfg.type_path) if self.cfg.type_path else None
+        object_id = (
+            json_path_get(item, self.cfg.object_id_path) if self.cfg.object_id_path else None
+        )
+        return Record(
+            event_id=str(event_id),
+            event_type=str(event_type) if event_type is not None else None,
+            object_type=None,
+            object_id=str(object_id) if object_id is not None else None,
+            occurred_at=occurred,
+            object_version=None,
+            payload=item if isinstance(item, Mapping) else {"value": item},
+        )
+
+    def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
+        cfg = self.cfg
+        position: dict[str, Any] = {} if options.full else dict(cursor or {})
+        url: str = position.get("next") or self.list_url
+        params: dict[str, Any] = {cfg.limit_param: self.page_size}
+        seen_at_boundary = set(position.get("boundary_ids", []))
+        if cfg.cursor_style == "body" and position.get("cursor"):
+            params[cfg.cursor_param] = position["cursor"]
+        elif cfg.cursor_style == "since":
+            params[cfg.since_param] = (
+                position.get("since") or (options.now - options.initial_lookback).isoformat()
+            )
+        elif cfg.cursor_style == "offset":
+            params[cfg.cursor_param] = int(position.get("offset", 0))
+        if position.get("next"):
+            params = {}
+        while True:
+            body, response = self.client.get_json(url, params=params or None)
+            request_url = str(response.request.url)
+            items = json_path_get(body, cfg.items_path) if cfg.items_path else body
+            if not isinstance(items, list):
+                raise MalformedResponseError(
+                    f"source '{self.source}': {redact_url(request_url)} has no list at '{cfg.items_path}'"
+                )
+            records = [self._record(item, request_url, i) for i, item in enumerate(items)]
+            done, new_position = self._advance(
+                body, response, records, position, params, seen_at_boundary
+            )
+            if cfg.cursor_style == "since":
+                records = [r for r in records if r.event_id not in seen_at_boundary]
+                seen_at_boundary = set(new_position.get("boundary_ids", []))
+            yield Page(tuple(records), new_position, done=done, url=redact_url(request_url))
+            if done:
+                return
+            position = new_position
+            if cfg.cursor_style == "link":
+                url, params = position["next"], {}
+            elif cfg.cursor_style == "body":
+                params = {cfg.limit_param: self.page_size, cfg.cursor_param: position["cursor"]}
+            elif cfg.cursor_style == "since":
+                params = {cfg.limit_param: self.page_size, cfg.since_param: position["since"]}
+            else:
+                params = {cfg.limit_param: self.page_size, cfg.cursor_param: position["offset"]}
+
+    def _advance(
+        self,
+        body: Any,
+        response: Any,
+        records: list[Record],
+        position: dict[str, Any],
+        params: dict[str, Any],
+        boundary: set[str],
+    ) -> tuple[bool, dict[str, Any]]:
+        cfg = self.cfg
+        if cfg.cursor_style == "link":
+            next_url = parse_link_header(response.headers.get("link")).get("next")
+            return (not next_url, {"next": next_url} if next_url else {})
+        if cfg.cursor_style == "body":
+            assert cfg.cursor_path is not None
+            token = json_path_get(body, cfg.cursor_path)
+            done_flag = json_path_get(body, cfg.done_path) if cfg.done_path else None
+            done = bool(done_flag) if done_flag is not None else not records or token is None
+            keep = token if token is not None else position.get("cursor")
+            return done, ({"cursor": keep} if keep is not None else {})
+        if cfg.cursor_style == "offset":
+            offset = int(position.get("offset", 0)) + len(records)
+            return len(records) < self.page_size, {"offset": offset}
+        times = [r.occurred_at for r in records if r.occurred_at is not None]
+        if not times:
+            return True, dict(position)
+        newest = max(times)
+        ids = [str(r.event_id) for r in records if r.occurred_at == newest]
+        since = newest.isoformat()
+        carried = list(boundary | set(ids)) if since == position.get("since") else ids
+        fresh = [r for r in records if r.event_id not in boundary]
+        return len(records) < self.page_size or not fresh, {"since": since, "boundary_ids": carried}
+
+    def fetch_event(self, event_id: str) -> Record:
+        body, response = self.client.get_json(f"{self.list_url.rstrip('/')}/{event_id}")
+        return self._record(body, str(response.request.url), 0)
+
+    def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
+        raise UnsupportedError(
+            f"source '{self.source}': the generic connector cannot fetch objects"
+        )
+
+    def redeliver(self, event_id: str) -> None:
+        raise UnsupportedError(
+            f"source '{self.source}': the generic connector cannot ask for a redelivery"
+        )

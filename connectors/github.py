@@ -1,0 +1,227 @@
+"""GitHub: a hook's delivery log (shared/providers.md §2).
+
+Scopes: a repository hook (``repository`` + ``hook_id``), an organization hook (``organization`` +
+``hook_id``), both with a token in ``api_key_env``; or a GitHub App's hook (``app_id`` +
+``private_key_env``: a JWT signed RS256 with the app's private key, renewed before it expires).
+
+The list is newest first, paged with an opaque ``cursor`` taken from the ``Link: rel="next"`` URL. A scan
+reads back from the newest delivery to the stored position (the newest attempt id of the last
+complete scan). The position only moves to the new top once the scan is through; until then the
+cursor keeps the next page's URL, so an interrupted scan resumes where it stopped.
+
+Record id = ``guid`` (= ``X-GitHub-Delivery``, the same across redeliveries); every attempt's id,
+``status`` (``"OK"`` = delivered), ``status_code`` and ``redelivery`` are kept. GitHub never retries by
+itself and keeps deliveries 3 days (7 on Enterprise Server): :attr:`retention` says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import jwt
+
+from connectors.base import Cursor, DeliveryAttempt, Page, Record, ScanOptions
+from connectors.errors import MalformedResponseError, NotFoundError
+from connectors.http import ProviderClient, parse_link_header, redact_url
+
+DEFAULT_BASE_URL = "https://api.github.com"
+PAGE_SIZE = 100
+HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+
+
+def _iso(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def delivery_record(item: Mapping[str, Any]) -> Record:
+    event, action = item.get("event"), item.get("action")
+    delivered_at = _iso(item.get("delivered_at"))
+    return Record(
+        event_id=str(item["guid"]),
+        event_type=f"{event}.{action}" if event and action else event,
+        object_type=event,
+        object_id=str(item["repository_id"]) if item.get("repository_id") is not None else None,
+        occurred_at=delivered_at,
+        object_version=None,
+        payload=item,
+        attempts=(
+            DeliveryAttempt(
+                attempt_id=str(item["id"]),
+                delivered_at=delivered_at,
+                status=item.get("status"),
+                status_code=item.get("status_code"),
+                redelivery=bool(item.get("redelivery")),
+            ),
+        ),
+    )
+
+
+def app_jwt(app_id: int, private_key: str, now: float | None = None) -> str:
+    """GitHub's app JWT: iat 60 s in the past (clock drift), exp 9 minutes later (10 at most)."""
+    now = time.time() if now is None else now
+    return jwt.encode(
+        {"iat": int(now) - 60, "exp": int(now) + 540, "iss": str(app_id)},
+        private_key,
+        algorithm="RS256",
+    )
+
+
+class GitHubConnector:
+    def __init__(
+        self,
+        source: str,
+        client: ProviderClient,
+        *,
+        deliveries_path: str,
+        retention: timedelta,
+        app: tuple[int, str] | None = None,
+        page_size: int = PAGE_SIZE,
+    ) -> None:
+        self.source = source
+        self.client = client
+        self.path = deliveries_path
+        self._retention = retention
+        self._app = app
+        self._jwt_at = 0.0
+        self.page_size = min(max(page_size, 1), 100)
+        self.permission = (
+            "a GitHub App JWT (installation tokens are refused)"
+            if app
+            else "admin access to the hook (repository or organization 'Webhooks: read' permission)"
+        )
+
+    @property
+    def retention(self) -> timedelta:
+        return self._retention
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _authorize(self) -> None:
+        if self._app and time.time() - self._jwt_at > 300:
+            app_id, key = self._app
+            self.client.set_header("Authorization", f"Bearer {app_jwt(app_id, key)}")
+            self._jwt_at = time.time()
+
+    def _get_page(
+        self, url: str, params: Any = None
+    ) -> tuple[list[Mapping[str, Any]], str | None, str]:
+        self._authorize()
+        body, response = self.client.get_json(url, params=params, permission=self.permission)
+        request_url = str(response.request.url)
+        if not isinstance(body, list):
+            raise MalformedResponseError(
+                f"source '{self.source}': {redact_url(request_url)} did not return a list of deliveries"
+            )
+        for i, item in enumerate(body):
+            if (
+                not isinstance(item, Mapping)
+                or not item.get("guid")
+                or not isinstance(item.get("id"), int)
+            ):
+                raise MalformedResponseError(
+                    f"source '{self.source}': {redact_url(request_url)} item {i} has no guid or id"
+                )
+        return body, parse_link_header(response.headers.get("link")).get("next"), request_url
+
+    def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
+        position = {} if options.full else dict(cursor or {})
+        stop_at: int | None = position.get("stop_at")
+        floor = (
+            options.now - min(options.initial_lookback, self._retention)
+            if stop_at is None
+            else None
+        )
+        top: int | None = position.get("top")
+        url: str = position.get("next") or self.path
+        params = None if position.get("next") else {"per_page": self.page_size}
+        while True:
+            items, next_url, request_url = self._get_page(url, params)
+            params = None
+            reached = False
+            records = []
+            for item in items:
+                delivered = _iso(item.get("delivered_at"))
+                if (stop_at is not None and item["id"] <= stop_at) or (
+                    floor is not None and delivered is not None and delivered < floor
+                ):
+                    reached = True
+                    break
+                if top is None:
+                    top = item["id"]
+                records.append(delivery_record(item))
+            done = reached or not next_url
+            if done:
+                new_top = top if top is not None else stop_at
+                page_cursor: dict[str, Any] = {"stop_at": new_top} if new_top is not None else {}
+            else:
+                page_cursor = {"stop_at": stop_at, "top": top, "next": next_url}
+            yield Page(tuple(records), page_cursor, done=done, url=redact_url(request_url))
+            if done:
+                return
+            assert next_url is not None
+            url = next_url
+
+    def _attempt_id(self, event_id: str) -> int:
+        """A delivery attempt id, given one or a GUID (then the newest attempt of that GUID)."""
+        if event_id.isdigit():
+            return int(event_id)
+        url: str | None = self.path
+        params: Any = {"per_page": self.page_size}
+        while url:
+            items, url, _ = self._get_page(url, params)
+            params = None
+            for item in items:
+                if item["guid"] == event_id:
+                    return int(item["id"])
+        raise NotFoundError(
+            f"source '{self.source}': no delivery with guid {event_id} within GitHub's retention"
+        )
+
+    def fetch_event(self, event_id: str) -> Record:
+        attempt = self._attempt_id(event_id)
+        self._authorize()
+        body, response = self.client.get_json(f"{self.path}/{attempt}", permission=self.permission)
+        if not isinstance(body, Mapping) or "guid" not in body or "id" not in body:
+            raise MalformedResponseError(
+                f"source '{self.source}': {redact_url(str(response.request.url))} has no guid"
+            )
+        return delivery_record(body)
+
+    def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
+        """The delivered payload of a delivery attempt (``object_type`` ``delivery``)."""
+        record = self.fetch_event(object_id)
+        request = record.payload.get("request")
+        return dict(request.get("payload") or {}) if isinstance(request, Mapping) else {}
+
+    def redeliver(self, event_id: str) -> None:
+        attempt = self._attempt_id(event_id)
+        self._authorize()
+        self.client.request(
+            "POST",
+            f"{self.path}/{attempt}/attempts",
+            permission=self.permission,
+            expected=(200, 201, 202),
+        )
+
+
+def deliveries_path(repository: str | None, organization: str | None, hook_id: int | None) -> str:
+    if repository:
+        return f"/repos/{repository}/hooks/{hook_id}/deliveries"
+    if organization:
+        return f"/orgs/{organization}/hooks/{hook_id}/deliveries"
+    return "/app/hook/deliveries"
+
+
+def default_retention(base_url: str) -> timedelta:
+    """3 days on github.com, 7 on Enterprise Server (data/variables/webhooks.yml)."""
+    return timedelta(days=3 if urlsplit(base_url).hostname == "api.github.com" else 7)

@@ -1,0 +1,249 @@
+"""The shared HTTP layer: one client per run, explicit timeouts, and the retry policy in one place.
+
+Retried: 429, 5xx, connection errors and timeouts, with exponential backoff and full jitter, honouring
+``Retry-After`` (Shopify, GitHub secondary limits), GitHub's ``x-ratelimit-remaining: 0`` +
+``x-ratelimit-reset`` (on 403 or 429), and Stripe's ``Stripe-Should-Retry`` (shared/providers.md §1B,
+§2B, §3B). Shopify's call-limit bucket (``X-Shopify-Shop-Api-Call-Limit: used/size``) slows requests
+down before it overflows. Everything is bounded by a retry budget (attempts and total wait), then
+raises :class:`UnavailableError`. 401/403 become :class:`AuthError` naming the permission the call needs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+
+from connectors.errors import (
+    AuthError,
+    ConnectorError,
+    MalformedResponseError,
+    NotFoundError,
+    UnavailableError,
+)
+
+log = logging.getLogger(__name__)
+
+SECRET_PARAM = re.compile(r"(token|key|secret|signature|password|sig|auth)", re.I)
+USER_AGENT = "hookledger-connector"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    max_total_wait: float = 120.0  # the retry budget of one request
+
+
+def redact_url(url: str | httpx.URL) -> str:
+    """The URL with secret-looking query values masked (for errors and logs)."""
+    parts = urlsplit(str(url))
+    query = [(k, "***" if SECRET_PARAM.search(k) else v) for k, v in parse_qsl(parts.query)]
+    return urlunsplit(parts._replace(query=urlencode(query, safe="[]*,:")))
+
+
+def retry_after_seconds(response: httpx.Response, now: float) -> float | None:
+    """The wait the provider asks for, if any."""
+    value = response.headers.get("retry-after")
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            try:
+                return max(0.0, parsedate_to_datetime(value).timestamp() - now)
+            except (TypeError, ValueError):
+                pass
+    if response.headers.get("x-ratelimit-remaining") == "0":
+        reset = response.headers.get("x-ratelimit-reset")
+        if reset and reset.isdigit():
+            return max(0.0, int(reset) - now) + 1.0
+    return None
+
+
+def is_rate_limited(response: httpx.Response) -> bool:
+    if response.status_code == 429:
+        return True
+    # GitHub signals primary and secondary rate limits with 403 too.
+    if response.status_code == 403:
+        if (
+            response.headers.get("x-ratelimit-remaining") == "0"
+            or "retry-after" in response.headers
+        ):
+            return True
+        return "rate limit" in response.text[:500].lower()
+    return False
+
+
+class ProviderClient:
+    """An httpx client for one source with the project's retry and error policy."""
+
+    def __init__(
+        self,
+        source: str,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth_hint: str = "",
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.source = source
+        self.auth_hint = auth_hint
+        self.policy = policy or RetryPolicy()
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._client = httpx.Client(
+            base_url=base_url,
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json", **(headers or {})},
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            transport=transport,
+            follow_redirects=False,
+        )
+        self.requests_made = 0
+
+    def close(self) -> None:
+        self._client.close()
+
+    def set_header(self, name: str, value: str) -> None:
+        self._client.headers[name] = value
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Any = None,
+        permission: str = "",
+        expected: tuple[int, ...] = (200,),
+    ) -> httpx.Response:
+        """Send with retries; return a response whose status is in ``expected``."""
+        waited = 0.0
+        last: str = ""
+        for attempt in range(1, self.policy.max_attempts + 1):
+            try:
+                response = self._client.request(method, url, params=params)
+                self.requests_made += 1
+            except httpx.TransportError as exc:
+                last = f"{exc.__class__.__name__}: {exc}"
+                delay = self._backoff(attempt)
+            else:
+                if response.status_code in expected:
+                    self._pace(response)
+                    return response
+                target = redact_url(response.request.url)
+                if is_rate_limited(response):
+                    last = f"HTTP {response.status_code} (rate limited)"
+                    delay = retry_after_seconds(response, time.time()) or self._backoff(attempt)
+                elif response.status_code >= 500:
+                    last = f"HTTP {response.status_code}"
+                    delay = self._backoff(attempt)
+                elif response.status_code in (401, 403):
+                    raise AuthError(self._auth_message(response, target, permission))
+                elif response.status_code == 404:
+                    raise NotFoundError(
+                        f"source '{self.source}': {method} {target} answered 404: {_snippet(response)}"
+                    )
+                else:
+                    raise ConnectorError(
+                        f"source '{self.source}': {method} {target} answered HTTP {response.status_code}: {_snippet(response)}"
+                    )
+                if response.headers.get("stripe-should-retry") == "false":
+                    raise UnavailableError(
+                        f"source '{self.source}': {method} {target}: {last}, and Stripe-Should-Retry is false"
+                    )
+            if attempt == self.policy.max_attempts or waited + delay > self.policy.max_total_wait:
+                break
+            log.info(
+                "retrying %s %s in %.1fs after %s",
+                method,
+                redact_url(url),
+                delay,
+                last,
+                extra={"source": self.source},
+            )
+            self._sleep(delay)
+            waited += delay
+        raise UnavailableError(
+            f"source '{self.source}': {method} {redact_url(url)} failed after {attempt} attempt(s) and "
+            f"{waited:.1f}s of waiting; last error: {last}"
+        )
+
+    def get_json(
+        self, url: str, *, params: Any = None, permission: str = ""
+    ) -> tuple[Any, httpx.Response]:
+        response = self.request("GET", url, params=params, permission=permission)
+        try:
+            return json.loads(response.content), response
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise MalformedResponseError(
+                f"source '{self.source}': GET {redact_url(response.request.url)} did not return JSON "
+                f"({response.headers.get('content-type', 'no content type')}): {_snippet(response)}"
+            ) from None
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self.policy.max_delay, self.policy.base_delay * 2 ** (attempt - 1))
+        return self._rng.uniform(0, ceiling)
+
+    def _pace(self, response: httpx.Response) -> None:
+        """Stay inside Shopify's leaky bucket instead of running into its 429s."""
+        limit = response.headers.get("x-shopify-shop-api-call-limit")
+        if limit and "/" in limit:
+            used, _, size = limit.partition("/")
+            if used.isdigit() and size.isdigit() and int(used) >= int(size) - 1:
+                self._sleep(1.0)  # the bucket leaks at least 2 calls per second
+
+    def _auth_message(self, response: httpx.Response, target: str, permission: str) -> str:
+        what = "rejected the credentials" if response.status_code == 401 else "refused the request"
+        need = f"; this call needs {permission}" if permission else ""
+        hint = f" Check {self.auth_hint}." if self.auth_hint else ""
+        return (
+            f"source '{self.source}': {target} {what} (HTTP {response.status_code}: "
+            f"{_snippet(response)}){need}.{hint}"
+        )
+
+
+def _snippet(response: httpx.Response) -> str:
+    return response.text[:200].replace("\n", " ")
+
+
+def require(document: Any, key: str, *, source: str, url: str, kind: type = object) -> Any:
+    """``document[key]`` or a MalformedResponseError naming the source, URL and the missing field."""
+    if (
+        not isinstance(document, Mapping)
+        or key not in document
+        or not isinstance(document[key], kind)
+    ):
+        got = (
+            type(document.get(key)).__name__
+            if isinstance(document, Mapping) and key in document
+            else "nothing"
+        )
+        raise MalformedResponseError(
+            f"source '{source}': {redact_url(url)} returned no '{key}' of type {kind.__name__} (got {got})"
+        )
+    return document[key]
+
+
+def parse_link_header(value: str | None) -> dict[str, str]:
+    """``<url>; rel="next", <url>; rel="prev"`` → {"next": url, "prev": url}."""
+    links: dict[str, str] = {}
+    if not value:
+        return links
+    for part in value.split(","):
+        match = re.match(r'\s*<([^>]*)>\s*;\s*rel="?([^";]+)"?', part)
+        if match:
+            links[match.group(2)] = match.group(1)
+    return links

@@ -1,0 +1,95 @@
+"""``hookledger sandbox``: serve the sandbox provider and, optionally, deliver its events as webhooks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from connectors.sandbox.app import Faults, Sandbox
+from connectors.sandbox.sender import (
+    DeliveryFaults,
+    github_webhooks,
+    plan,
+    record_github_outcomes,
+    send,
+    shopify_webhooks,
+    stripe_webhooks,
+)
+from connectors.sandbox.world import World, build_world
+from reconciler.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SendPlan:
+    faults: DeliveryFaults
+    seed: int
+    report_path: Path
+
+
+def deliver_all(
+    world: World, settings: Settings, send_plan: SendPlan, client: httpx.Client
+) -> dict[str, Any]:
+    """Send every stripe, github and shopify source's events to the receiver; return the report."""
+    base = f"http://{settings.receiver.host}:{settings.receiver.port}"
+    reports: dict[str, Any] = {}
+    for source in settings.sources:
+        if not source.enabled or source.kind not in ("stripe", "github", "shopify"):
+            continue
+        secret = source.signing_secrets()[0]
+        if source.kind == "stripe":
+            hooks = stripe_webhooks(world.stripe_events, secret)
+        elif source.kind == "github":
+            hooks = github_webhooks(world.github_attempts, secret)
+        else:
+            hooks = shopify_webhooks(world, secret, seed=send_plan.seed)
+        ordered, report = plan(hooks, send_plan.faults, seed=send_plan.seed)
+        send(client, f"{base}/webhooks/{source.name}", ordered, report)
+        if source.kind == "github":
+            record_github_outcomes(world, report)
+        reports[source.name] = report.to_json()
+        log.info("sent %d webhooks to %s: %s", len(ordered), source.name, dict(report.responses))
+    send_plan.report_path.parent.mkdir(parents=True, exist_ok=True)
+    send_plan.report_path.write_text(json.dumps(reports, indent=2))
+    return reports
+
+
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    seed: int,
+    send_plan: SendPlan | None,
+    log_level: str = "info",
+) -> None:
+    import uvicorn
+
+    world = build_world(seed)
+    box = Sandbox(world, faults=Faults())
+    if send_plan is not None:
+
+        def _send() -> None:
+            with httpx.Client(timeout=30) as client:
+                reports = deliver_all(world, settings, send_plan, client)
+            summary = {
+                name: {k: len(v) if isinstance(v, list) else v for k, v in r.items()}
+                for name, r in reports.items()
+            }
+            print(json.dumps(summary, indent=2), flush=True)
+
+        threading.Thread(target=_send, daemon=True).start()
+    print(
+        f"sandbox provider on http://{host}:{port} (seed {seed}); API keys: sk_test_sandbox, ghp_sandbox, shpat_sandbox",
+        flush=True,
+    )
+    uvicorn.run(
+        box.app, host=host, port=port, log_level=log_level, access_log=False, log_config=None
+    )

@@ -1,0 +1,138 @@
+"""Shopify: no API lists webhook deliveries, so reconcile resource state (shared/providers.md §3).
+
+``GET /admin/api/{version}/{resource}.json?status=any&updated_at_min=..&limit=250``, then the ``Link``
+``rel="next"`` URL exactly as given (``page_info`` can't be combined with other filters), header
+``X-Shopify-Access-Token``. Object version = ``updated_at``. Ids exceed 2^53: they are parsed as
+Python ints and kept as strings from then on.
+
+Cursor, per resource: ``since`` (the newest ``updated_at`` of the last complete scan) and, during a
+scan, the next page's URL and the newest ``updated_at`` seen so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from connectors.base import Cursor, Page, Record, ScanOptions
+from connectors.errors import UnsupportedError
+from connectors.http import ProviderClient, parse_link_header, redact_url, require
+
+PAGE_SIZE = 250
+
+
+def singular(resource: str) -> str:
+    return resource[:-1] if resource.endswith("s") else resource
+
+
+def _iso(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def resource_record(resource: str, item: Mapping[str, Any]) -> Record:
+    updated = item.get("updated_at")
+    return Record(
+        event_id=None,
+        event_type=None,
+        object_type=singular(resource),
+        object_id=str(item["id"]),
+        occurred_at=_iso(updated),
+        object_version=str(updated) if updated is not None else None,
+        payload=item,
+    )
+
+
+class ShopifyConnector:
+    def __init__(
+        self,
+        source: str,
+        client: ProviderClient,
+        *,
+        api_version: str,
+        resources: tuple[str, ...] = ("orders",),
+        page_size: int = PAGE_SIZE,
+    ) -> None:
+        self.source = source
+        self.client = client
+        self.api_version = api_version
+        self.resources = resources
+        self.page_size = min(max(page_size, 1), 250)
+
+    @property
+    def retention(self) -> timedelta | None:
+        return None  # state, not a log: nothing expires
+
+    def close(self) -> None:
+        self.client.close()
+
+    def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
+        state: dict[str, Any] = (
+            {} if options.full else {k: dict(v) for k, v in (cursor or {}).items()}
+        )
+        default_since = (options.now - options.initial_lookback).isoformat()
+        for index, resource in enumerate(self.resources):
+            pos = state.setdefault(resource, {})
+            since = pos.get("since") or default_since
+            url = pos.get("next") or f"/admin/api/{self.api_version}/{resource}.json"
+            params = (
+                None
+                if pos.get("next")
+                else {"status": "any", "updated_at_min": since, "limit": self.page_size}
+            )
+            newest = pos.get("newest") or since
+            while True:
+                body, response = self.client.get_json(
+                    url, params=params, permission=f"the read_{resource} access scope"
+                )
+                request_url = str(response.request.url)
+                items = require(body, resource, source=self.source, url=request_url, kind=list)
+                records = []
+                for i, item in enumerate(items):
+                    require(item, "id", source=self.source, url=f"{request_url} (item {i})")
+                    record = resource_record(resource, item)
+                    records.append(record)
+                    if record.object_version and (_iso(record.object_version) or datetime.min) > (
+                        _iso(newest) or datetime.min
+                    ):
+                        newest = record.object_version
+                next_url = parse_link_header(response.headers.get("link")).get("next")
+                if next_url:
+                    state[resource] = {"since": since, "next": next_url, "newest": newest}
+                else:
+                    state[resource] = {"since": newest}
+                last = not next_url and index == len(self.resources) - 1
+                yield Page(
+                    tuple(records),
+                    {k: dict(v) for k, v in state.items()},
+                    done=last,
+                    url=redact_url(request_url),
+                )
+                if not next_url:
+                    break
+                url, params = next_url, None
+
+    def fetch_event(self, event_id: str) -> Record:
+        raise UnsupportedError(
+            f"source '{self.source}': Shopify has no API that lists webhook deliveries"
+        )
+
+    def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
+        resource = object_type + "s"
+        body, response = self.client.get_json(
+            f"/admin/api/{self.api_version}/{resource}/{object_id}.json",
+            permission=f"the read_{resource} access scope",
+        )
+        return dict(
+            require(body, object_type, source=self.source, url=str(response.request.url), kind=dict)
+        )
+
+    def redeliver(self, event_id: str) -> None:
+        raise UnsupportedError(
+            f"source '{self.source}': Shopify cannot be asked to redeliver a webhook"
+        )

@@ -1,0 +1,180 @@
+"""Stripe: ``GET /v1/events`` (shared/providers.md §1).
+
+Lists are newest first. Two phases, both resumable from the persisted cursor:
+
+- **backfill** (no checkpoint yet, or ``--full``): ``created[gte] = now - initial_lookback_hours`` and
+  ``starting_after=<last id>`` while ``has_more``. The newest id seen at the start becomes the
+  checkpoint once the backfill is through; events that arrive meanwhile are caught up next time.
+- **catch-up**: ``ending_before=<checkpoint>``, then ``ending_before=<newest id of the page>`` while
+  ``has_more`` (each page is still newest first). Each page's newest id is the next checkpoint.
+
+Stripe lists events for 30 days. A checkpoint older than that cannot be caught up from: the stretch
+between it and the retention horizon is reported as a :class:`Gap`, never skipped silently, and the
+scan restarts as a backfill of the whole retained window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from connectors.base import Cursor, Gap, Page, Record, ScanOptions
+from connectors.errors import MalformedResponseError, UnsupportedError
+from connectors.http import ProviderClient, redact_url, require
+
+DEFAULT_BASE_URL = "https://api.stripe.com"
+RETENTION = timedelta(days=30)
+PAGE_SIZE = 100
+PERMISSION = "read access to Events (a restricted key needs 'Events: Read')"
+
+
+def _ts(value: Any) -> datetime | None:
+    return datetime.fromtimestamp(value, UTC) if isinstance(value, int) else None
+
+
+def event_record(event: Mapping[str, Any]) -> Record:
+    obj = event.get("data", {}).get("object", {}) if isinstance(event.get("data"), Mapping) else {}
+    obj = obj if isinstance(obj, Mapping) else {}
+    created = event.get("created")
+    return Record(
+        event_id=str(event["id"]),
+        event_type=event.get("type"),
+        object_type=obj.get("object"),
+        object_id=str(obj["id"]) if obj.get("id") is not None else None,
+        occurred_at=_ts(created),
+        # Stripe objects carry no version; the event's creation time orders states of one object.
+        object_version=str(created) if created is not None else None,
+        payload=event,
+    )
+
+
+def object_path(object_type: str, object_id: str) -> str:
+    """``invoice`` → ``/v1/invoices/{id}``, ``checkout.session`` → ``/v1/checkout/sessions/{id}``."""
+    parts = object_type.split(".")
+    parts[-1] = parts[-1] + ("es" if parts[-1].endswith("s") else "s")
+    return "/v1/" + "/".join(parts) + f"/{object_id}"
+
+
+class StripeConnector:
+    def __init__(
+        self,
+        source: str,
+        client: ProviderClient,
+        *,
+        event_types: tuple[str, ...] = (),
+        page_size: int = PAGE_SIZE,
+    ) -> None:
+        self.source = source
+        self.client = client
+        self.event_types = event_types
+        self.page_size = min(max(page_size, 1), 100)
+
+    @property
+    def retention(self) -> timedelta:
+        return RETENTION
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _params(self, **extra: Any) -> list[tuple[str, Any]]:
+        params: list[tuple[str, Any]] = [("limit", self.page_size)]
+        params += [("types[]", t) for t in self.event_types]
+        params += [(k, v) for k, v in extra.items() if v is not None]
+        return params
+
+    def _list(self, params: list[tuple[str, Any]]) -> tuple[list[Record], bool, str]:
+        body, response = self.client.get_json("/v1/events", params=params, permission=PERMISSION)
+        url = str(response.request.url)
+        data = require(body, "data", source=self.source, url=url, kind=list)
+        has_more = require(body, "has_more", source=self.source, url=url, kind=bool)
+        records = []
+        for i, item in enumerate(data):
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                raise MalformedResponseError(
+                    f"source '{self.source}': {redact_url(url)} item {i} has no event id"
+                )
+            records.append(event_record(item))
+        return records, has_more, url
+
+    def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
+        horizon = options.now - RETENTION
+        gap = None
+        position: dict[str, Any] = dict(cursor or {})
+        if options.full:
+            position = {}
+        checkpoint_at = _ts(position.get("checkpoint_created"))
+        if position.get("checkpoint") and checkpoint_at is not None and checkpoint_at < horizon:
+            gap = Gap(
+                checkpoint_at,
+                horizon,
+                f"checkpoint {position['checkpoint']} is older than Stripe's 30-day event retention",
+            )
+            position = {"phase": "backfill", "since": int(horizon.timestamp()) + 1}
+        if position.get("checkpoint") and position.get("phase") != "backfill":
+            yield from self._catch_up(position, gap)
+            return
+        if "since" not in position:
+            lookback = min(options.initial_lookback, RETENTION)
+            position = {"phase": "backfill", "since": int((options.now - lookback).timestamp())}
+        yield from self._backfill(position, gap)
+
+    def _catch_up(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
+        anchor, anchor_created = position["checkpoint"], position.get("checkpoint_created")
+        while True:
+            records, has_more, url = self._list(self._params(ending_before=anchor))
+            if records:
+                anchor, anchor_created = records[0].event_id, records[0].payload.get("created")
+            cursor = {"checkpoint": anchor, "checkpoint_created": anchor_created}
+            yield Page(tuple(records), cursor, done=not has_more, gap=gap, url=redact_url(url))
+            gap = None
+            if not has_more or not records:
+                return
+
+    def _backfill(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
+        since = position["since"]
+        after = position.get("after")
+        top, top_created = position.get("top"), position.get("top_created")
+        while True:
+            records, has_more, url = self._list(
+                self._params(**{"created[gte]": since, "starting_after": after})
+            )
+            if records:
+                if top is None:  # the newest event when the backfill began: the future checkpoint
+                    top, top_created = records[0].event_id, records[0].payload.get("created")
+                after = records[-1].event_id
+            if has_more and records:
+                cursor = {
+                    "phase": "backfill",
+                    "since": since,
+                    "after": after,
+                    "top": top,
+                    "top_created": top_created,
+                }
+            elif top is not None:
+                cursor = {"checkpoint": top, "checkpoint_created": top_created}
+            else:  # nothing in the window yet: start again from the same point next time
+                cursor = {"phase": "backfill", "since": since}
+            done = not has_more or not records
+            yield Page(tuple(records), cursor, done=done, gap=gap, url=redact_url(url))
+            gap = None
+            if done:
+                return
+
+    def fetch_event(self, event_id: str) -> Record:
+        body, response = self.client.get_json(f"/v1/events/{event_id}", permission=PERMISSION)
+        require(body, "id", source=self.source, url=str(response.request.url), kind=str)
+        return event_record(body)
+
+    def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
+        body, response = self.client.get_json(
+            object_path(object_type, object_id), permission=f"read access to {object_type} objects"
+        )
+        require(body, "id", source=self.source, url=str(response.request.url))
+        return dict(body)
+
+    def redeliver(self, event_id: str) -> None:
+        raise UnsupportedError(
+            f"source '{self.source}': Stripe has no API to redeliver an event; use "
+            f"'stripe events resend {event_id} --webhook-endpoint=we_...' or backfill it instead"
+        )

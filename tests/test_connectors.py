@@ -1,0 +1,522 @@
+"""Every connector against the sandbox provider over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import stripe as stripe_sdk
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from connectors.base import Page, ScanOptions
+from connectors.errors import AuthError, MalformedResponseError, UnavailableError, UnsupportedError
+from connectors.factory import build_connector
+from connectors.github import delivery_record
+from connectors.http import RetryPolicy
+from connectors.sandbox.app import Faults, Keys, Sandbox
+from connectors.sandbox.world import SHOPIFY_ORDER_BASE_ID, GitHubAttempt, World, build_world
+from connectors.shopify import resource_record
+from connectors.stripe import event_record
+from reconciler.config import SourceSettings, parse_settings
+from tests.conftest import FIXTURES, RunningServer, start_server
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+ENV = {"SBX_STRIPE": "sk_test_sandbox", "SBX_GITHUB": "ghp_sandbox", "SBX_SHOPIFY": "shpat_sandbox"}
+
+
+@pytest.fixture
+def sandbox() -> Iterator[tuple[Sandbox, RunningServer]]:
+    box = Sandbox(build_world(seed=11, now=NOW, old_stripe_events=25))
+    server = start_server(box.app)
+    yield box, server
+    server.stop()
+
+
+def source(url: str, kind: str, **extra: Any) -> SourceSettings:
+    keys = {"stripe": "SBX_STRIPE", "github": "SBX_GITHUB", "shopify": "SBX_SHOPIFY"}
+    entry = {
+        "name": f"sbx-{kind}",
+        "kind": kind,
+        "base_url": url,
+        "api_key_env": keys.get(kind, "SBX_STRIPE"),
+        **extra,
+    }
+    return parse_settings({"sources": [entry]}, "<test>").sources[0]
+
+
+_OPEN: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_connectors() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+def build(src: SourceSettings, **kwargs: Any) -> Any:
+    connector = build_connector(src, **kwargs)
+    _OPEN.append(connector)
+    return connector
+
+
+class Sleeps(list[float]):
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+def connect(src: SourceSettings, sleeps: Sleeps | None = None, attempts: int = 6) -> Any:
+    return build(
+        src,
+        environ=ENV,
+        sleep=sleeps if sleeps is not None else Sleeps(),
+        policy=RetryPolicy(max_attempts=attempts, base_delay=0.01, max_delay=0.05),
+    )
+
+
+def scan(
+    connector: Any, cursor: Any = None, *, limit_pages: int | None = None, **opts: Any
+) -> tuple[list[Page], Any]:
+    pages = []
+    for page in connector.pages(cursor, ScanOptions(now=datetime.now(UTC), **opts)):
+        pages.append(page)
+        cursor = page.cursor
+        if limit_pages and len(pages) == limit_pages:
+            break
+    return pages, cursor
+
+
+def ids(pages: list[Page]) -> list[str]:
+    return [str(r.event_id) for p in pages for r in p.records]
+
+
+def stripe_retained(world: World) -> set[str]:
+    horizon = int((datetime.now(UTC) - timedelta(days=30)).timestamp())
+    return {e["id"] for e in world.stripe_events if e["created"] >= horizon}
+
+
+# -- Stripe ----------------------------------------------------------------------------------------
+
+
+def test_stripe_full_scan_then_catch_up_only_new(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    box, server = sandbox
+    conn = connect(source(server.url, "stripe", page_size=37))
+    pages, cursor = scan(conn, initial_lookback=timedelta(hours=48))
+    assert len(ids(pages)) == len(set(ids(pages))) == 300
+    assert set(ids(pages)) == {e["id"] for e in box.world.stripe_events[-300:]}
+    for page in pages:  # Stripe lists newest first
+        created = [r.payload["created"] for r in page.records]
+        assert created == sorted(created, reverse=True)
+    assert cursor["checkpoint"] == box.world.stripe_events[-1]["id"]
+    assert pages[-1].done
+    # nothing new: an empty catch-up that keeps the checkpoint
+    again, cursor2 = scan(conn, cursor)
+    assert ids(again) == [] and cursor2["checkpoint"] == cursor["checkpoint"]
+    # new events arrive: the catch-up returns exactly those
+    extra = build_world(
+        seed=99, now=NOW + timedelta(seconds=5), stripe_events=90, span=timedelta(seconds=4)
+    ).stripe_events
+    box.world.stripe_events.extend(extra)
+    more, cursor3 = scan(conn, cursor)
+    assert sorted(ids(more)) == sorted(e["id"] for e in extra)
+    assert cursor3["checkpoint"] == extra[-1]["id"]
+    conn.close()
+
+
+@pytest.mark.parametrize("stop_after", [1, 3, 7])
+def test_stripe_resume_from_stored_cursor_misses_and_repeats_nothing(
+    sandbox: tuple[Sandbox, RunningServer], stop_after: int
+) -> None:
+    box, server = sandbox
+    src = source(server.url, "stripe", page_size=29)
+    first, cursor = scan(connect(src), initial_lookback=timedelta(hours=48), limit_pages=stop_after)
+    rest, final = scan(connect(src), cursor, initial_lookback=timedelta(hours=48))
+    got = ids(first) + ids(rest)
+    assert len(got) == len(set(got)) == 300
+    # the catch-up phase resumes the same way
+    extra = build_world(
+        seed=5, now=NOW + timedelta(seconds=5), stripe_events=100, span=timedelta(seconds=4)
+    ).stripe_events
+    box.world.stripe_events.extend(extra)
+    part, mid = scan(connect(src), final, limit_pages=2)
+    tail, _ = scan(connect(src), mid)
+    caught = ids(part) + ids(tail)
+    assert sorted(caught) == sorted(e["id"] for e in extra)
+
+
+def test_stripe_retention_gap_is_reported_not_skipped(
+    sandbox: tuple[Sandbox, RunningServer],
+) -> None:
+    box, server = sandbox
+    old = box.world.stripe_events[0]
+    assert old["created"] < (datetime.now(UTC) - timedelta(days=30)).timestamp()
+    pages, cursor = scan(
+        connect(source(server.url, "stripe")),
+        {"checkpoint": old["id"], "checkpoint_created": old["created"]},
+    )
+    gap = pages[0].gap
+    assert gap is not None and gap.start is not None
+    assert int(gap.start.timestamp()) == old["created"]
+    assert abs((gap.end - (datetime.now(UTC) - timedelta(days=30))).total_seconds()) < 60
+    assert "30-day" in gap.reason
+    assert all(p.gap is None for p in pages[1:])
+    assert set(ids(pages)) == stripe_retained(box.world)
+    assert cursor["checkpoint"] == box.world.stripe_events[-1]["id"]
+
+
+def test_stripe_429_with_retry_after_is_honoured(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    box, server = sandbox
+    box.faults = Faults(rate_limit_every=3, retry_after=0.25)
+    sleeps = Sleeps()
+    pages, _ = scan(
+        connect(source(server.url, "stripe", page_size=50), sleeps),
+        initial_lookback=timedelta(hours=48),
+    )
+    assert len(ids(pages)) == 300
+    assert sleeps and all(s == 0.25 for s in sleeps)
+    assert box.stats.calls == len(pages) + len(sleeps)
+
+
+def test_stripe_5xx_retried_then_surfaced(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    box, server = sandbox
+    box.faults = Faults(error_burst_start=2, error_burst_len=2, error_status=503)
+    pages, _ = scan(
+        connect(source(server.url, "stripe", page_size=100)), initial_lookback=timedelta(hours=48)
+    )
+    assert len(ids(pages)) == 300
+    box.faults = Faults(error_burst_start=1, error_burst_len=1000, error_status=502)
+    with pytest.raises(
+        UnavailableError,
+        match=r"source 'sbx-stripe': GET /v1/events.*failed after 4 attempt\(s\).*HTTP 502",
+    ):
+        scan(connect(source(server.url, "stripe"), attempts=4))
+
+
+def test_stripe_401_says_which_key_and_permission(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    _, server = sandbox
+    conn = build(source(server.url, "stripe"), environ={"SBX_STRIPE": "sk_test_wrong"})
+    with pytest.raises(AuthError) as err:
+        scan(conn)
+    message = str(err.value)
+    assert "source 'sbx-stripe'" in message and "HTTP 401" in message
+    assert "$SBX_STRIPE" in message and "Events: Read" in message
+    assert "sk_test_wrong" not in message  # the sandbox echoes a prefix only; we add nothing
+
+
+def test_malformed_page_leaves_the_cursor_where_it_was(
+    sandbox: tuple[Sandbox, RunningServer],
+) -> None:
+    box, server = sandbox
+    src = source(server.url, "stripe", page_size=40)
+    box.faults = Faults(malformed_call=3)
+    saved = None
+    seen: list[str] = []
+    with pytest.raises(
+        MalformedResponseError, match=r"source 'sbx-stripe': GET .*/v1/events.*did not return JSON"
+    ):
+        for page in connect(src).pages(
+            None, ScanOptions(now=datetime.now(UTC), initial_lookback=timedelta(hours=48))
+        ):
+            seen += [str(r.event_id) for r in page.records]
+            saved = page.cursor  # what the caller commits with the page
+    assert len(seen) == 80
+    box.faults = Faults()
+    rest, _ = scan(connect(src), saved, initial_lookback=timedelta(hours=48))
+    assert len(seen + ids(rest)) == len(set(seen + ids(rest))) == 300
+
+
+def test_stripe_fetch_event_and_object(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    box, server = sandbox
+    conn = connect(source(server.url, "stripe"))
+    event = next(e for e in reversed(box.world.stripe_events) if e["type"] == "invoice.paid")
+    record = conn.fetch_event(event["id"])
+    assert (record.event_id, record.event_type, record.object_type) == (
+        event["id"],
+        "invoice.paid",
+        "invoice",
+    )
+    invoice = conn.fetch_object("invoice", record.object_id)
+    assert invoice == box.world.stripe_objects[("invoice", record.object_id)]
+    with pytest.raises(UnsupportedError, match="stripe events resend"):
+        conn.redeliver(event["id"])
+
+
+def test_stripe_sdk_auto_pagination_sees_what_we_see(
+    sandbox: tuple[Sandbox, RunningServer],
+) -> None:
+    """The official client library, pointed at the sandbox, pages it both ways with its own logic."""
+    box, server = sandbox
+    since = int((datetime.now(UTC) - timedelta(hours=48)).timestamp())
+    ours, cursor = scan(
+        connect(source(server.url, "stripe", page_size=23)), initial_lookback=timedelta(hours=48)
+    )
+    client = stripe_sdk.StripeClient(
+        "sk_test_sandbox", base_addresses={"api": server.url}, max_network_retries=0
+    )
+    forward = [
+        e.id
+        for e in client.v1.events.list({"limit": 23, "created": {"gte": since}}).auto_paging_iter()
+    ]
+    assert forward == ids(ours)  # same order too: newest first
+    extra = build_world(
+        seed=3, now=NOW + timedelta(seconds=5), stripe_events=60, span=timedelta(seconds=4)
+    ).stripe_events
+    box.world.stripe_events.extend(extra)
+    caught, _ = scan(connect(source(server.url, "stripe", page_size=23)), cursor)
+    backward = [
+        e.id
+        for e in client.v1.events.list(
+            {"limit": 23, "ending_before": cursor["checkpoint"]}
+        ).auto_paging_iter()
+    ]
+    assert sorted(backward) == sorted(ids(caught)) == sorted(e["id"] for e in extra)
+
+
+# -- GitHub ----------------------------------------------------------------------------------------
+
+
+def test_github_scan_resume_and_stop_at_the_stored_position(
+    sandbox: tuple[Sandbox, RunningServer],
+) -> None:
+    box, server = sandbox
+    src = source(server.url, "github", repository="octocat/Hello-World", hook_id=1, page_size=30)
+    first, mid = scan(connect(src), limit_pages=2, initial_lookback=timedelta(hours=48))
+    assert "next" in mid and mid["stop_at"] is None
+    rest, cursor = scan(connect(src), mid, initial_lookback=timedelta(hours=48))
+    got = ids(first) + ids(rest)
+    assert len(got) == 200 and set(got) == {a.guid for a in box.world.github_attempts}
+    assert cursor == {"stop_at": max(a.id for a in box.world.github_attempts)}
+    record = first[0].records[0]
+    assert record.attempts[0].attempt_id.isdigit() and record.attempts[0].status in (
+        "OK",
+        "failed to connect",
+    )
+    failed = next(a for a in box.world.github_attempts if a.status != "OK")
+    conn = connect(src)
+    conn.redeliver(failed.guid)
+    new, cursor2 = scan(conn, cursor)
+    [redelivered] = [r for p in new for r in p.records]
+    assert (
+        redelivered.event_id == failed.guid
+        and redelivered.attempts[0].redelivery
+        and redelivered.attempts[0].ok
+    )
+    assert cursor2["stop_at"] > cursor["stop_at"]
+    detail = conn.fetch_event(failed.guid)
+    assert detail.event_id == failed.guid
+    assert conn.fetch_object("delivery", str(failed.id)) == failed.payload
+    assert conn.retention == timedelta(days=7)  # not api.github.com: Enterprise Server rules
+
+
+def test_github_app_jwt_is_signed_and_verified(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    box, server = sandbox
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    box.keys = Keys(github_app_id=4242, github_app_public_key=public)
+    src = parse_settings(
+        {
+            "sources": [
+                {
+                    "name": "app",
+                    "kind": "github",
+                    "base_url": server.url,
+                    "app_id": 4242,
+                    "private_key_env": "APP_KEY",
+                }
+            ]
+        },
+        "<t>",
+    ).sources[0]
+    pages, _ = scan(build(src, environ={"APP_KEY": pem}), initial_lookback=timedelta(hours=48))
+    assert len(ids(pages)) == 200
+    other = (
+        rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        .private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        .decode()
+    )
+    with pytest.raises(AuthError, match="JWT"):
+        scan(build(src, environ={"APP_KEY": other}))
+
+
+def test_github_only_reads_inside_the_look_back(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    box, server = sandbox
+    src = source(server.url, "github", organization="octo-org", hook_id=7)
+    pages, _ = scan(connect(src), initial_lookback=timedelta(hours=6))
+    floor = datetime.now(UTC) - timedelta(hours=6)
+    expected = {a.guid for a in box.world.github_attempts if a.delivered_at >= floor}
+    assert set(ids(pages)) == expected and 0 < len(expected) < 200
+
+
+# -- Shopify ---------------------------------------------------------------------------------------
+
+
+def test_shopify_orders_scan_resume_and_big_ids(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    box, server = sandbox
+    src = source(server.url, "shopify", page_size=25)
+    first, mid = scan(connect(src), limit_pages=2, initial_lookback=timedelta(hours=48))
+    rest, cursor = scan(connect(src), mid, initial_lookback=timedelta(hours=48))
+    objects = [r.object_id for p in first + rest for r in p.records]
+    assert len(objects) == len(set(objects)) == 120
+    assert str(SHOPIFY_ORDER_BASE_ID) in objects  # exact, > 2**53
+    assert all(r.object_type == "order" and r.event_id is None for p in first for r in p.records)
+    newest = max(o["updated_at"] for o in box.world.shopify_orders.values())
+    assert cursor == {"orders": {"since": newest}}
+    order = connect(src).fetch_object("order", str(SHOPIFY_ORDER_BASE_ID))
+    assert order["id"] == SHOPIFY_ORDER_BASE_ID
+
+
+def test_shopify_401(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    _, server = sandbox
+    with pytest.raises(AuthError, match=r"read_orders access scope.*\$SBX_SHOPIFY"):
+        scan(build(source(server.url, "shopify"), environ={"SBX_SHOPIFY": "nope"}))
+
+
+# -- generic (a Svix-like list API) ----------------------------------------------------------------
+
+
+def svix_like(messages: list[dict[str, Any]]) -> Starlette:
+    async def msgs(request: Request) -> JSONResponse:
+        limit = int(request.query_params.get("limit", "50"))
+        after = request.query_params.get("iterator")
+        start = next((i + 1 for i, m in enumerate(messages) if m["id"] == after), 0) if after else 0
+        page = messages[start : start + limit]
+        return JSONResponse(
+            {
+                "data": page,
+                "iterator": page[-1]["id"] if page else after,
+                "done": start + limit >= len(messages),
+            }
+        )
+
+    return Starlette(routes=[Route("/api/v1/app/app_1/msg", msgs)])
+
+
+def test_generic_body_cursor_with_done_flag(serve: Any) -> None:
+    messages = [
+        {
+            "id": f"msg_{i:04d}",
+            "eventType": "invoice.paid",
+            "timestamp": "2026-11-30T10:00:00Z",
+            "payload": {"id": i},
+        }
+        for i in range(230)
+    ]
+    server = serve(svix_like(messages))
+    src = parse_settings(
+        {
+            "sources": [
+                {
+                    "name": "svix",
+                    "kind": "standard",
+                    "base_url": server.url,
+                    "api_key_env": "SBX_STRIPE",
+                    "list_url": "/api/v1/app/app_1/msg",
+                    "items_path": "data",
+                    "id_path": "id",
+                    "type_path": "eventType",
+                    "time_path": "timestamp",
+                    "cursor_style": "body",
+                    "cursor_param": "iterator",
+                    "cursor_path": "iterator",
+                    "done_path": "done",
+                    "page_size": 50,
+                }
+            ]
+        },
+        "<t>",
+    ).sources[0]
+    first, mid = scan(connect(src), limit_pages=2)
+    rest, cursor = scan(connect(src), mid)
+    got = ids(first) + ids(rest)
+    assert got == [m["id"] for m in messages]
+    messages.extend(
+        {"id": f"msg_{i:04d}", "eventType": "x", "timestamp": "2026-11-30T11:00:00Z"}
+        for i in range(230, 240)
+    )
+    later, _ = scan(connect(src), cursor)
+    assert ids(later) == [f"msg_{i:04d}" for i in range(230, 240)]
+
+
+# -- recorded provider fixtures ------------------------------------------------------------------
+
+
+def test_fixture_payloads_parse_into_records() -> None:
+    page = json.loads((FIXTURES / "stripe" / "events_list_page.json").read_text())
+    [record] = [event_record(e) for e in page["data"]]
+    assert record.event_id == page["data"][0]["id"] and record.event_type == page["data"][0]["type"]
+    deliveries = json.loads((FIXTURES / "github" / "hook_deliveries_list_page.json").read_text())
+    records = [delivery_record(d) for d in deliveries]
+    assert {r.event_id for r in records} == {
+        "0b989ba4-242f-11e5-81e1-c7b6966d2516"
+    }  # one guid, two attempts
+    assert [r.attempts[0].redelivery for r in records] == [False, True]
+    assert records[0].event_type == "issues.opened" and records[0].attempts[0].ok
+    order = json.loads((FIXTURES / "shopify" / "order.json").read_text())["order"]
+    assert resource_record("orders", order).object_id == str(order["id"])
+
+
+def test_world_is_deterministic() -> None:
+    a, b = build_world(seed=4, now=NOW), build_world(seed=4, now=NOW)
+    assert a.stripe_events == b.stripe_events and a.shopify_orders == b.shopify_orders
+    assert [x.guid for x in a.github_attempts] == [x.guid for x in b.github_attempts]
+    assert build_world(seed=5, now=NOW).stripe_events != a.stripe_events
+    assert isinstance(a.github_attempts[0], GitHubAttempt)
+
+
+# -- the webhook sender --------------------------------------------------------------------------
+
+
+def test_sender_plan_is_the_ground_truth_and_the_receiver_agrees(db_url: str, serve: Any) -> None:
+    from sqlalchemy import func, select
+
+    from connectors.sandbox.sender import DeliveryFaults, plan, send, stripe_webhooks
+    from reconciler.inbox.receiver import create_app
+    from reconciler.storage.engine import make_engine
+    from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
+    from tests.conftest import make_settings
+
+    world = build_world(seed=21, now=NOW, stripe_events=200)
+    hooks = stripe_webhooks(world.stripe_events, "whsec_test_secret")
+    ordered, report = plan(
+        hooks, DeliveryFaults(drop=0.05, duplicate=0.05, reorder=0.05, delay=0.05), seed=3
+    )
+    _again, report2 = plan(
+        hooks, DeliveryFaults(drop=0.05, duplicate=0.05, reorder=0.05, delay=0.05), seed=3
+    )
+    assert report2.order == report.order  # reproducible
+    assert report.dropped and report.duplicated and report.reordered and report.delayed
+    assert len(ordered) == 200 - len(report.dropped) + len(report.duplicated)
+    engine = make_engine(db_url)
+    server = serve(create_app(make_settings(db_url), engine))
+    import httpx
+
+    with httpx.Client() as client:
+        send(client, f"{server.url}/webhooks/stripe", ordered, report)
+    assert report.responses == {"200": len(ordered)}
+    with engine.connect() as conn:
+        stored = {r[0] for r in conn.execute(select(INBOX_EVENTS.c.event_id))}
+        duplicates = conn.execute(
+            select(func.count()).select_from(DELIVERIES).where(DELIVERIES.c.outcome == "duplicate")
+        ).scalar_one()
+    engine.dispose()
+    assert stored == {e["id"] for e in world.stripe_events} - set(report.dropped)
+    assert duplicates == len(report.duplicated)
