@@ -15,7 +15,7 @@ from typing import Any, Protocol
 Cursor = Mapping[str, Any]  # JSON-serialisable position, opaque to callers
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeliveryAttempt:
     """One delivery attempt as the provider recorded it (GitHub lists these)."""
 
@@ -30,7 +30,7 @@ class DeliveryAttempt:
         return self.status == "OK"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """What the source says happened (an event) or how an object is now (a state record).
 

@@ -26,7 +26,7 @@ import jwt
 
 from connectors.base import Cursor, DeliveryAttempt, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, NotFoundError
-from connectors.http import ProviderClient, parse_link_header, redact_url
+from connectors.http import Prefetcher, ProviderClient, parse_link_header, redact_url
 
 DEFAULT_BASE_URL = "https://api.github.com"
 PAGE_SIZE = 100
@@ -37,14 +37,15 @@ def _iso(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(value)  # Python 3.11 reads the trailing "Z"
     except ValueError:
         return None
 
 
-def delivery_record(item: Mapping[str, Any]) -> Record:
+def delivery_record(item: Mapping[str, Any], delivered_at: datetime | None = None) -> Record:
     event, action = item.get("event"), item.get("action")
-    delivered_at = _iso(item.get("delivered_at"))
+    if delivered_at is None:
+        delivered_at = _iso(item.get("delivered_at"))
     return Record(
         event_id=str(item["guid"]),
         event_type=f"{event}.{action}" if event and action else event,
@@ -144,32 +145,45 @@ class GitHubConnector:
         top: int | None = position.get("top")
         url: str = position.get("next") or self.path
         params = None if position.get("next") else {"per_page": self.page_size}
-        while True:
-            items, next_url, request_url = self._get_page(url, params)
-            params = None
-            reached = False
-            records = []
-            for item in items:
-                delivered = _iso(item.get("delivered_at"))
-                if (stop_at is not None and item["id"] <= stop_at) or (
-                    floor is not None and delivered is not None and delivered < floor
-                ):
-                    reached = True
-                    break
-                if top is None:
-                    top = item["id"]
-                records.append(delivery_record(item))
-            done = reached or not next_url
-            if done:
-                new_top = top if top is not None else stop_at
-                page_cursor: dict[str, Any] = {"stop_at": new_top} if new_top is not None else {}
-            else:
-                page_cursor = {"stop_at": stop_at, "top": top, "next": next_url}
-            yield Page(tuple(records), page_cursor, done=done, url=redact_url(request_url))
-            if done:
-                return
-            assert next_url is not None
-            url = next_url
+
+        def past_stop(item: Any) -> bool:
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), int):
+                return True  # malformed: reported below, not fetched past
+            if stop_at is not None and item["id"] <= stop_at:
+                return True
+            delivered = _iso(item.get("delivered_at"))
+            return floor is not None and delivered is not None and delivered < floor
+
+        prefetch = Prefetcher()
+        try:
+            pending = prefetch.submit(self._get_page, url, params)
+            while True:
+                items, next_url, request_url = pending.result()
+                # Newest first: if even the oldest item on this page is new, the next page is needed.
+                if next_url and items and not past_stop(items[-1]):
+                    pending = prefetch.submit(self._get_page, next_url, None)
+                reached = False
+                records = []
+                for item in items:  # validated by _get_page
+                    if past_stop(item):
+                        reached = True
+                        break
+                    if top is None:
+                        top = item["id"]
+                    records.append(delivery_record(item))
+                done = reached or not next_url or not items
+                if done:
+                    new_top = top if top is not None else stop_at
+                    page_cursor: dict[str, Any] = (
+                        {"stop_at": new_top} if new_top is not None else {}
+                    )
+                else:
+                    page_cursor = {"stop_at": stop_at, "top": top, "next": next_url}
+                yield Page(tuple(records), page_cursor, done=done, url=redact_url(request_url))
+                if done:
+                    return
+        finally:
+            prefetch.close()
 
     def _attempt_id(self, event_id: str) -> int:
         """A delivery attempt id, given one or a GUID (then the newest attempt of that GUID)."""
@@ -181,7 +195,11 @@ class GitHubConnector:
             items, url, _ = self._get_page(url, params)
             params = None
             for item in items:
-                if item["guid"] == event_id:
+                if (
+                    isinstance(item, Mapping)
+                    and item.get("guid") == event_id
+                    and isinstance(item.get("id"), int)
+                ):
                     return int(item["id"])
         raise NotFoundError(
             f"source '{self.source}': no delivery with guid {event_id} within GitHub's retention"

@@ -247,3 +247,24 @@ def parse_link_header(value: str | None) -> dict[str, str]:
         if match:
             links[match.group(2)] = match.group(1)
     return links
+
+
+class Prefetcher:
+    """At most one request in flight ahead of the caller.
+
+    A connector submits the next page's request as soon as it knows the next cursor (right after
+    decoding a page), then builds the current page's records and hands the page out; the provider's
+    latency overlaps with that work and with whatever the caller does with the page. A scan that stops
+    early leaves at most one unused GET behind.
+    """
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

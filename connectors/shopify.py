@@ -17,7 +17,7 @@ from typing import Any
 
 from connectors.base import Cursor, Page, Record, ScanOptions
 from connectors.errors import UnsupportedError
-from connectors.http import ProviderClient, parse_link_header, redact_url, require
+from connectors.http import Prefetcher, ProviderClient, parse_link_header, redact_url, require
 
 PAGE_SIZE = 250
 
@@ -76,46 +76,69 @@ class ShopifyConnector:
             {} if options.full else {k: dict(v) for k, v in (cursor or {}).items()}
         )
         default_since = (options.now - options.initial_lookback).isoformat()
-        for index, resource in enumerate(self.resources):
-            pos = state.setdefault(resource, {})
-            since = pos.get("since") or default_since
-            url = pos.get("next") or f"/admin/api/{self.api_version}/{resource}.json"
-            params = (
-                None
-                if pos.get("next")
-                else {"status": "any", "updated_at_min": since, "limit": self.page_size}
+        prefetch = Prefetcher()
+        try:
+            for index, resource in enumerate(self.resources):
+                last_resource = index == len(self.resources) - 1
+                yield from self._resource_pages(
+                    resource, state, default_since, last_resource, prefetch
+                )
+        finally:
+            prefetch.close()
+
+    def _get(self, resource: str, url: str, params: Any) -> tuple[Any, Any]:
+        return self.client.get_json(
+            url, params=params, permission=f"the read_{resource} access scope"
+        )
+
+    def _resource_pages(
+        self,
+        resource: str,
+        state: dict[str, Any],
+        default_since: str,
+        last_resource: bool,
+        prefetch: Prefetcher,
+    ) -> Iterator[Page]:
+        pos = state.setdefault(resource, {})
+        since = pos.get("since") or default_since
+        newest = pos.get("newest") or since
+        if pos.get("next"):
+            pending = prefetch.submit(self._get, resource, pos["next"], None)
+        else:
+            params = {"status": "any", "updated_at_min": since, "limit": self.page_size}
+            pending = prefetch.submit(
+                self._get, resource, f"/admin/api/{self.api_version}/{resource}.json", params
             )
-            newest = pos.get("newest") or since
-            while True:
-                body, response = self.client.get_json(
-                    url, params=params, permission=f"the read_{resource} access scope"
-                )
-                request_url = str(response.request.url)
-                items = require(body, resource, source=self.source, url=request_url, kind=list)
-                records = []
-                for i, item in enumerate(items):
-                    require(item, "id", source=self.source, url=f"{request_url} (item {i})")
-                    record = resource_record(resource, item)
-                    records.append(record)
-                    if record.object_version and (_iso(record.object_version) or datetime.min) > (
-                        _iso(newest) or datetime.min
-                    ):
-                        newest = record.object_version
-                next_url = parse_link_header(response.headers.get("link")).get("next")
-                if next_url:
-                    state[resource] = {"since": since, "next": next_url, "newest": newest}
-                else:
-                    state[resource] = {"since": newest}
-                last = not next_url and index == len(self.resources) - 1
-                yield Page(
-                    tuple(records),
-                    {k: dict(v) for k, v in state.items()},
-                    done=last,
-                    url=redact_url(request_url),
-                )
-                if not next_url:
-                    break
-                url, params = next_url, None
+        while True:
+            body, response = pending.result()
+            request_url = str(response.request.url)
+            next_url = parse_link_header(response.headers.get("link")).get("next")
+            if next_url:  # used exactly as given, fetched while this page is handed out
+                pending = prefetch.submit(self._get, resource, next_url, None)
+            items = require(body, resource, source=self.source, url=request_url, kind=list)
+            records = []
+            for i, item in enumerate(items):
+                require(item, "id", source=self.source, url=f"{request_url} (item {i})")
+                record = resource_record(resource, item)
+                records.append(record)
+                if record.object_version and (_iso(record.object_version) or datetime.min) > (
+                    _iso(newest) or datetime.min
+                ):
+                    newest = record.object_version
+            state[resource] = (
+                {"since": since, "next": next_url, "newest": newest}
+                if next_url
+                else {"since": newest}
+            )
+            done = not next_url and last_resource
+            yield Page(
+                tuple(records),
+                {k: dict(v) for k, v in state.items()},
+                done=done,
+                url=redact_url(request_url),
+            )
+            if not next_url:
+                return
 
     def fetch_event(self, event_id: str) -> Record:
         raise UnsupportedError(

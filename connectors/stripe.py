@@ -21,7 +21,7 @@ from typing import Any
 
 from connectors.base import Cursor, Gap, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
-from connectors.http import ProviderClient, redact_url, require
+from connectors.http import Prefetcher, ProviderClient, redact_url, require
 
 DEFAULT_BASE_URL = "https://api.stripe.com"
 RETENTION = timedelta(days=30)
@@ -83,20 +83,6 @@ class StripeConnector:
         params += [(k, v) for k, v in extra.items() if v is not None]
         return params
 
-    def _list(self, params: list[tuple[str, Any]]) -> tuple[list[Record], bool, str]:
-        body, response = self.client.get_json("/v1/events", params=params, permission=PERMISSION)
-        url = str(response.request.url)
-        data = require(body, "data", source=self.source, url=url, kind=list)
-        has_more = require(body, "has_more", source=self.source, url=url, kind=bool)
-        records = []
-        for i, item in enumerate(data):
-            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-                raise MalformedResponseError(
-                    f"source '{self.source}': {redact_url(url)} item {i} has no event id"
-                )
-            records.append(event_record(item))
-        return records, has_more, url
-
     def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
         horizon = options.now - RETENTION
         gap = None
@@ -119,47 +105,81 @@ class StripeConnector:
             position = {"phase": "backfill", "since": int((options.now - lookback).timestamp())}
         yield from self._backfill(position, gap)
 
+    def _fetch(self, params: list[tuple[str, Any]]) -> tuple[list[Any], bool, str]:
+        """One list request: the raw items, ``has_more`` and the URL (validated, not yet records)."""
+        body, response = self.client.get_json("/v1/events", params=params, permission=PERMISSION)
+        url = str(response.request.url)
+        data = require(body, "data", source=self.source, url=url, kind=list)
+        has_more = require(body, "has_more", source=self.source, url=url, kind=bool)
+        for i, item in enumerate(data):
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                raise MalformedResponseError(
+                    f"source '{self.source}': {redact_url(url)} item {i} has no event id"
+                )
+        return data, has_more, url
+
     def _catch_up(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
         anchor, anchor_created = position["checkpoint"], position.get("checkpoint_created")
-        while True:
-            records, has_more, url = self._list(self._params(ending_before=anchor))
-            if records:
-                anchor, anchor_created = records[0].event_id, records[0].payload.get("created")
-            cursor = {"checkpoint": anchor, "checkpoint_created": anchor_created}
-            yield Page(tuple(records), cursor, done=not has_more, gap=gap, url=redact_url(url))
-            gap = None
-            if not has_more or not records:
-                return
+        prefetch = Prefetcher()
+        try:
+            pending = prefetch.submit(self._fetch, self._params(ending_before=anchor))
+            while True:
+                data, has_more, url = pending.result()
+                if data:
+                    anchor, anchor_created = data[0]["id"], data[0].get("created")
+                if has_more and data:
+                    pending = prefetch.submit(self._fetch, self._params(ending_before=anchor))
+                records = [event_record(item) for item in data]
+                cursor = {"checkpoint": anchor, "checkpoint_created": anchor_created}
+                yield Page(tuple(records), cursor, done=not has_more, gap=gap, url=redact_url(url))
+                gap = None
+                if not has_more or not data:
+                    return
+        finally:
+            prefetch.close()
 
     def _backfill(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
         since = position["since"]
         after = position.get("after")
         top, top_created = position.get("top"), position.get("top_created")
-        while True:
-            records, has_more, url = self._list(
-                self._params(**{"created[gte]": since, "starting_after": after})
+        prefetch = Prefetcher()
+        try:
+            pending = prefetch.submit(
+                self._fetch, self._params(**{"created[gte]": since, "starting_after": after})
             )
-            if records:
-                if top is None:  # the newest event when the backfill began: the future checkpoint
-                    top, top_created = records[0].event_id, records[0].payload.get("created")
-                after = records[-1].event_id
-            if has_more and records:
-                cursor = {
-                    "phase": "backfill",
-                    "since": since,
-                    "after": after,
-                    "top": top,
-                    "top_created": top_created,
-                }
-            elif top is not None:
-                cursor = {"checkpoint": top, "checkpoint_created": top_created}
-            else:  # nothing in the window yet: start again from the same point next time
-                cursor = {"phase": "backfill", "since": since}
-            done = not has_more or not records
-            yield Page(tuple(records), cursor, done=done, gap=gap, url=redact_url(url))
-            gap = None
-            if done:
-                return
+            while True:
+                data, has_more, url = pending.result()
+                if data:
+                    if (
+                        top is None
+                    ):  # the newest event when the backfill began: the future checkpoint
+                        top, top_created = data[0]["id"], data[0].get("created")
+                    after = data[-1]["id"]
+                done = not has_more or not data
+                if not done:
+                    pending = prefetch.submit(
+                        self._fetch,
+                        self._params(**{"created[gte]": since, "starting_after": after}),
+                    )
+                if not done:
+                    cursor = {
+                        "phase": "backfill",
+                        "since": since,
+                        "after": after,
+                        "top": top,
+                        "top_created": top_created,
+                    }
+                elif top is not None:
+                    cursor = {"checkpoint": top, "checkpoint_created": top_created}
+                else:  # nothing in the window yet: start again from the same point next time
+                    cursor = {"phase": "backfill", "since": since}
+                records = [event_record(item) for item in data]
+                yield Page(tuple(records), cursor, done=done, gap=gap, url=redact_url(url))
+                gap = None
+                if done:
+                    return
+        finally:
+            prefetch.close()
 
     def fetch_event(self, event_id: str) -> Record:
         body, response = self.client.get_json(f"/v1/events/{event_id}", permission=PERMISSION)

@@ -520,3 +520,28 @@ def test_sender_plan_is_the_ground_truth_and_the_receiver_agrees(db_url: str, se
     engine.dispose()
     assert stored == {e["id"] for e in world.stripe_events} - set(report.dropped)
     assert duplicates == len(report.duplicated)
+
+
+def test_github_item_without_guid_is_a_clear_error(serve: Any) -> None:
+    async def deliveries(request: Request) -> JSONResponse:
+        return JSONResponse(
+            [
+                {
+                    "id": 5,
+                    "guid": "g-5",
+                    "delivered_at": "2026-11-30T10:00:00Z",
+                    "status": "OK",
+                    "status_code": 200,
+                    "event": "push",
+                },
+                {"id": 4, "delivered_at": "2026-11-30T09:00:00Z"},
+            ]
+        )
+
+    server = serve(Starlette(routes=[Route("/repos/o/r/hooks/1/deliveries", deliveries)]))
+    src = source(server.url, "github", repository="o/r", hook_id=1)
+    with pytest.raises(
+        MalformedResponseError,
+        match=r"source 'sbx-github': .*/repos/o/r/hooks/1/deliveries.* item 1 has no guid or id",
+    ):
+        scan(connect(src))

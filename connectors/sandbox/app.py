@@ -112,6 +112,7 @@ class Sandbox:
         faults: Faults | None = None,
         clock: Callable[[], datetime] | None = None,
         github_retention: timedelta = GITHUB_RETENTION,
+        shopify_bucket: int = 40,
     ) -> None:
         self.world = world
         self.keys = keys or Keys()
@@ -119,6 +120,9 @@ class Sandbox:
         self.stats = Stats()
         self.clock = clock or (lambda: datetime.now(UTC))
         self.github_retention = github_retention
+        self.shopify_bucket = (
+            shopify_bucket  # Shopify's standard plan: 40 calls, leaking 2 per second
+        )
         self._lock = threading.Lock()
         self._bucket: list[float] = []  # Shopify call times, for the call-limit header
         self.app = Starlette(
@@ -479,10 +483,9 @@ class Sandbox:
     def _call_limit(self) -> str:
         now = time.monotonic()
         with self._lock:
-            self._bucket = [t for t in self._bucket if now - t < 20] + [
-                now
-            ]  # 40 calls, leaking 2/s
-            return f"{min(40, len(self._bucket))}/40"
+            window = self.shopify_bucket / 2  # seconds for a full bucket to leak at 2 calls/s
+            self._bucket = [t for t in self._bucket if now - t < window] + [now]
+            return f"{min(self.shopify_bucket, len(self._bucket))}/{self.shopify_bucket}"
 
     async def shopify_list(self, request: Request) -> Response:
         if (denied := self._shopify_auth(request)) or (denied := await self._fault(request)):
