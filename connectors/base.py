@@ -71,6 +71,7 @@ class ScanOptions:
     now: datetime
     initial_lookback: timedelta = field(default=timedelta(hours=72))
     full: bool = False  # ignore the cursor and rescan the initial look-back
+    overlap: timedelta = field(default=timedelta(0))  # time-based cursors restart this much earlier
 
 
 class Connector(Protocol):

@@ -87,9 +87,9 @@ class GenericConnector:
         if cfg.cursor_style == "body" and position.get("cursor"):
             params[cfg.cursor_param] = position["cursor"]
         elif cfg.cursor_style == "since":
-            params[cfg.since_param] = (
-                position.get("since") or (options.now - options.initial_lookback).isoformat()
-            )
+            stored = _time(position.get("since"))
+            start = stored - options.overlap if stored else options.now - options.initial_lookback
+            params[cfg.since_param] = start.isoformat()
         elif cfg.cursor_style == "offset":
             params[cfg.cursor_param] = int(position.get("offset", 0))
         if position.get("next"):

@@ -81,7 +81,7 @@ class ShopifyConnector:
             for index, resource in enumerate(self.resources):
                 last_resource = index == len(self.resources) - 1
                 yield from self._resource_pages(
-                    resource, state, default_since, last_resource, prefetch
+                    resource, state, default_since, last_resource, prefetch, options.overlap
                 )
         finally:
             prefetch.close()
@@ -98,10 +98,15 @@ class ShopifyConnector:
         default_since: str,
         last_resource: bool,
         prefetch: Prefetcher,
+        overlap: timedelta = timedelta(0),
     ) -> Iterator[Page]:
         pos = state.setdefault(resource, {})
         since = pos.get("since") or default_since
-        newest = pos.get("newest") or since
+        stored = _iso(pos.get("since"))
+        if stored is not None and not pos.get("next") and overlap:
+            since = (stored - overlap).isoformat()  # re-read the boundary: updates may land late
+        # the position never moves back: the overlap only widens what is read
+        newest = pos.get("newest") or pos.get("since") or since
         if pos.get("next"):
             pending = prefetch.submit(self._get, resource, pos["next"], None)
         else:

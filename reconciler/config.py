@@ -97,8 +97,57 @@ class WorkerSettings(_Table):
         return tuple(value) if isinstance(value, list) else value
 
 
+class ReconcileSettings(_Table):
+    grace_seconds: int = Field(default=300, ge=0)
+    stuck_after_seconds: int = Field(default=3600, ge=1)
+    overlap_seconds: int = Field(default=300, ge=0)
+    lease_seconds: int = Field(default=3600, ge=10)
+    schedule: str = "0 2 * * *"
+    timezone: str = "UTC"
+    misfire_grace_seconds: int = Field(default=3600, ge=1)
+    snapshot_interval_seconds: int = Field(default=60, ge=5)
+
+
+class BusinessSettings(_Table):
+    url: str | None = None  # default: the inbox database
+
+
 class LoggingSettings(_Table):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+class CheckSettings(_Table):
+    """A business mapping: which local table holds the effect of a source object (``[[sources.checks]]``)."""
+
+    object_type: str | None = None
+    event_types: tuple[str, ...] = ()
+    table: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+    key: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    fields: dict[str, str] = Field(default_factory=dict)
+    unique_by: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    require_row: bool = True
+    amount: str | None = None
+    currency: str | None = None
+    where: str | None = None
+
+    @field_validator("event_types", mode="before")
+    @classmethod
+    def _tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _scope(self) -> CheckSettings:
+        if bool(self.object_type) == bool(self.event_types):
+            raise ValueError("a check needs exactly one of 'object_type' or 'event_types'")
+        for column in self.fields:
+            if not column.isidentifier():
+                raise ValueError(f"fields: '{column}' is not a column name")
+        return self
+
+    def applies_to(self, object_type: str | None, event_type: str | None) -> bool:
+        if self.event_types:
+            return event_type in self.event_types
+        return object_type == self.object_type
 
 
 class SourceSettings(_Table):
@@ -145,6 +194,12 @@ class SourceSettings(_Table):
     done_path: str | None = None
     since_param: str = "since"
     limit_param: str = "limit"
+    checks: tuple[CheckSettings, ...] = ()
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _checks_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
 
     @field_validator("event_types", "resources", mode="before")
     @classmethod
@@ -211,6 +266,8 @@ class Settings(_Table):
     database: DatabaseSettings = DatabaseSettings()
     receiver: ReceiverSettings = ReceiverSettings()
     worker: WorkerSettings = WorkerSettings()
+    reconcile: ReconcileSettings = ReconcileSettings()
+    business: BusinessSettings = BusinessSettings()
     logging: LoggingSettings = LoggingSettings()
     sources: tuple[SourceSettings, ...] = ()
 

@@ -705,3 +705,20 @@ def test_generic_cursor_styles_resume_without_gaps_or_repeats(serve: Any, style:
     )
     later, _ = scan(connect(src), final, **opts)
     assert ids(later) == ["e095", "e096", "e097", "e098"]
+
+
+def test_shopify_overlap_rereads_the_boundary_but_never_moves_the_cursor_back(
+    sandbox: tuple[Sandbox, RunningServer],
+) -> None:
+    box, server = sandbox
+    src = source(server.url, "shopify", page_size=250)
+    _, cursor = scan(connect(src), initial_lookback=timedelta(hours=48))
+    again, cursor2 = scan(connect(src), cursor, overlap=timedelta(minutes=30))
+    since = datetime.fromisoformat(cursor["orders"]["since"])
+    expected = {
+        str(o["id"])
+        for o in box.world.shopify_orders.values()
+        if datetime.fromisoformat(o["updated_at"]) >= since - timedelta(minutes=30)
+    }
+    assert {r.object_id for p in again for r in p.records} == expected and expected
+    assert cursor2 == cursor

@@ -8,14 +8,14 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from reconciler.cli.main import build_parser
-from reconciler.config import Settings
+from reconciler.config import CheckSettings, Settings
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
 
 def _reference_rows() -> set[tuple[str, str]]:
     rows = set()
-    for table, key in re.findall(r"^\| `(\[\[?\w+\]\]?)` \| `(\w+)` \|", README, flags=re.M):
+    for table, key in re.findall(r"^\| `(\[\[?[\w.]+\]\]?)` \| `(\w+)` \|", README, flags=re.M):
         rows.add((table.strip("[]"), key))
     return rows
 
@@ -30,6 +30,9 @@ def test_every_setting_is_in_the_configuration_reference() -> None:
         for key in model.model_fields:
             if (table, key) not in documented:
                 missing.append(f"[{table}] {key}")
+    for key in CheckSettings.model_fields:
+        if ("sources.checks", key) not in documented:
+            missing.append(f"[[sources.checks]] {key}")
     assert missing == []
 
 
@@ -37,7 +40,7 @@ def test_every_command_is_in_the_cli_reference() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     for name, cmd in sub.choices.items():  # type: ignore[attr-defined]
-        nested = [a for a in cmd._actions if a.dest == "events_command"]
+        nested = [a for a in cmd._actions if a.dest in ("events_command", "discrepancies_command")]
         names = [f"{name} {n}" for n in nested[0].choices] if nested else [name]
         for full in names:
             assert f"`hookledger {full}" in README, full

@@ -107,6 +107,12 @@ def test_classification() -> None:
     assert classify_exception(httpx.ConnectError("x")) is ErrorClass.TRANSIENT
     assert classify_exception(PermanentError()) is ErrorClass.PERMANENT
     assert classify_exception(KeyError("amount")) is ErrorClass.PERMANENT
+    from sqlalchemy.exc import DataError
+
+    assert (
+        classify_exception(DataError("INSERT", {}, Exception("out of range")))
+        is ErrorClass.PERMANENT
+    )
     assert classify_exception(RuntimeError("surprise")) is ErrorClass.TRANSIENT
     assert parse_retry_after("7") == 7.0
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0

@@ -3,7 +3,7 @@
 Transient: connection errors, timeouts, HTTP 408, 429 and 5xx, :class:`TransientError`, database
 operational errors (locks, lost connections). Permanent: other 4xx (and 3xx: redirects are not
 followed), :class:`PermanentError`, and data errors in a handler (``ValueError``, ``KeyError``,
-``TypeError``, integrity violations) which the same input will raise again.
+``TypeError``, integrity violations, values a column cannot hold) which the same input will raise again.
 Backoff is exponential with full jitter: ``uniform(0, min(max, base * 2 ** (attempt - 1)))``.
 """
 
@@ -13,7 +13,7 @@ import random
 from email.utils import parsedate_to_datetime
 
 import httpx
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from reconciler.errors import PermanentError, TransientError
 from reconciler.storage.models import ErrorClass
@@ -26,6 +26,7 @@ PERMANENT_TYPES: tuple[type[BaseException], ...] = (
     TypeError,
     LookupError,
     IntegrityError,
+    DataError,  # a value the column cannot hold: retrying cannot help
 )
 TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     TransientError,

@@ -24,7 +24,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000
 
 
-def make_engine(url: str, *, echo: bool = False, pool_size: int = 10) -> Engine:
+def make_engine(
+    url: str, *, echo: bool = False, pool_size: int = 10, readonly: bool = False
+) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
@@ -47,11 +49,11 @@ def make_engine(url: str, *, echo: bool = False, pool_size: int = 10) -> Engine:
             "hookledger[postgres]"
         ) from None
     if engine.dialect.name == "sqlite":
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, readonly=readonly)
     return engine
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, *, readonly: bool = False) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event emit BEGIN itself (the pysqlite driver would defer it).
@@ -61,12 +63,14 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        if readonly:  # someone else's database (business tables): never take its write lock
+            cursor.execute("PRAGMA query_only=ON")
         cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_WAL_AUTOCHECKPOINT_PAGES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
 
 
 def is_postgres(engine: Engine) -> bool:

@@ -197,9 +197,134 @@ class SourceCursor(Base):
     run_id: Mapped[str | None] = mapped_column(String(64))
 
 
+class RunStatus(enum.StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class DiscrepancyKind(enum.StrEnum):
+    MISSING = "missing"
+    DUPLICATE = "duplicate"
+    DIVERGED = "diverged"
+    UNAPPLIED = "unapplied"
+    ORPHANED = "orphaned"
+    STUCK = "stuck"
+    DEAD = "dead"
+
+
+class DiscrepancyStatus(enum.StrEnum):
+    OPEN = "open"
+    RESOLVED = "resolved"
+    IGNORED = "ignored"
+
+
+class ReconRun(Base):
+    """One reconciliation of one source."""
+
+    __tablename__ = "recon_runs"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(36), unique=True)
+    source: Mapped[str] = mapped_column(String(64))
+    trigger: Mapped[str] = mapped_column(String(16))  # schedule | cli | dashboard
+    status: Mapped[RunStatus] = mapped_column(_enum(RunStatus))
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    window_start: Mapped[datetime | None]
+    window_end: Mapped[datetime | None]
+    records_scanned: Mapped[int] = mapped_column(Integer, default=0)
+    counts: Mapped[dict[str, Any]]
+    error: Mapped[str | None] = mapped_column(Text)
+    detail: Mapped[dict[str, Any] | None]  # gaps, detection delay median/max, pages
+
+    __table_args__ = (Index("ix_recon_runs_source_started_at", "source", "started_at"),)
+
+
+class Discrepancy(Base):
+    """One row per natural key (source, kind, record key, field); reruns update it, never duplicate it."""
+
+    __tablename__ = "discrepancies"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[DiscrepancyKind] = mapped_column(_enum(DiscrepancyKind))
+    record_key: Mapped[str] = mapped_column(String(400))
+    field: Mapped[str] = mapped_column(String(128), default="")
+    event_id: Mapped[str | None] = mapped_column(String(255))
+    event_type: Mapped[str | None] = mapped_column(String(255))
+    object_type: Mapped[str | None] = mapped_column(String(128))
+    object_id: Mapped[str | None] = mapped_column(String(255))
+    source_value: Mapped[str | None] = mapped_column(Text)
+    local_value: Mapped[str | None] = mapped_column(Text)
+    amount: Mapped[int | None] = mapped_column(BigInteger)
+    currency: Mapped[str | None] = mapped_column(String(8))
+    cause: Mapped[str | None] = mapped_column(String(32))
+    recover_by: Mapped[datetime | None]
+    occurred_at: Mapped[datetime | None]
+    detection_delay_seconds: Mapped[float | None]
+    first_seen_at: Mapped[datetime]
+    last_seen_at: Mapped[datetime]
+    first_run_id: Mapped[str] = mapped_column(String(36))
+    last_run_id: Mapped[str] = mapped_column(String(36))
+    status: Mapped[DiscrepancyStatus] = mapped_column(_enum(DiscrepancyStatus))
+    resolution: Mapped[str | None] = mapped_column(Text)
+    resolved_at: Mapped[datetime | None]
+    detail: Mapped[dict[str, Any] | None]
+
+    __table_args__ = (
+        UniqueConstraint("source", "kind", "record_key", "field"),
+        Index("ix_discrepancies_status_source_kind", "status", "source", "kind"),
+        Index("ix_discrepancies_last_seen_at", "last_seen_at"),
+        Index("ix_discrepancies_last_run_id", "last_run_id"),
+    )
+
+
+class ReconSeen(Base):
+    """Event ids the current scan of a source has seen (for the orphan anti-join). Written with each
+    page, so a scan interrupted and resumed by a later run still has them; cleared when it completes."""
+
+    __tablename__ = "recon_seen"
+
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    event_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    occurred_at: Mapped[datetime | None]
+
+
+class ReconLease(Base):
+    """At most one reconciliation per source at a time, across processes and machines."""
+
+    __tablename__ = "recon_leases"
+
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(128))
+    acquired_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+
+
+class QueueSnapshot(Base):
+    """Per-source queue depth over time, recorded every minute by the scheduler."""
+
+    __tablename__ = "queue_snapshots"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    at: Mapped[datetime]
+    source: Mapped[str] = mapped_column(String(64))
+    unprocessed: Mapped[int] = mapped_column(Integer)
+    oldest_age_seconds: Mapped[float]
+
+    __table_args__ = (Index("ix_queue_snapshots_source_at", "source", "at"),)
+
+
 # Typed handles on the tables for Core statements (``__table__`` is typed as a FromClause).
 INBOX_EVENTS = cast(Table, InboxEvent.__table__)
 DELIVERIES = cast(Table, Delivery.__table__)
 PROCESSING_ATTEMPTS = cast(Table, ProcessingAttempt.__table__)
 AUDIT_LOG = cast(Table, AuditLog.__table__)
 CURSORS = cast(Table, SourceCursor.__table__)
+RECON_RUNS = cast(Table, ReconRun.__table__)
+DISCREPANCIES = cast(Table, Discrepancy.__table__)
+RECON_SEEN = cast(Table, ReconSeen.__table__)
+RECON_LEASES = cast(Table, ReconLease.__table__)
+QUEUE_SNAPSHOTS = cast(Table, QueueSnapshot.__table__)

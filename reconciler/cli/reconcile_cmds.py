@@ -1,0 +1,311 @@
+"""CLI commands of the reconciler: reconcile, export, discrepancies, backfill."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from reconciler.audit import default_actor
+from reconciler.cli.common import load, open_engine
+from reconciler.errors import ConfigError, HookledgerError
+from reconciler.storage.models import DiscrepancyStatus
+
+EXIT_OK, EXIT_DISCREPANCIES, EXIT_ERROR = 0, 1, 2
+KINDS = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")
+
+
+def _time(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def add_filter_options(p: argparse.ArgumentParser, *, default_status: str = "open") -> None:
+    p.add_argument("--source", action="append", default=[], help="source name (repeatable)")
+    p.add_argument("--kind", action="append", default=[], choices=KINDS, help="kind (repeatable)")
+    p.add_argument(
+        "--status", default=default_status, choices=["open", "resolved", "ignored", "all"]
+    )
+    p.add_argument("--since", type=_time, help="last seen at or after this ISO-8601 time")
+    p.add_argument("--run", dest="run_id", help="only discrepancies seen by this run")
+
+
+def _filter(args: argparse.Namespace) -> Any:
+    from reconciler.reconcile.export import DiscrepancyFilter
+
+    return DiscrepancyFilter(
+        tuple(args.source), tuple(args.kind), args.status, args.since, args.run_id
+    )
+
+
+def register(sub: Any, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "reconcile", parents=[parent], help="compare each source with the inbox and business tables"
+    )
+    p.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        help="source name (repeatable; default: every enabled source with an API)",
+    )
+    p.add_argument(
+        "--since", type=_time, help="rescan from this ISO-8601 time instead of the cursor"
+    )
+    p.add_argument(
+        "--full", action="store_true", help="ignore the cursor and rescan initial_lookback_hours"
+    )
+    p.add_argument("--dry-run", action="store_true", help="compare, report, write nothing")
+    p.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    p.add_argument(
+        "--fail-on-discrepancy", action="store_true", help="exit 1 if open discrepancies remain"
+    )
+    p.set_defaults(func=cmd_reconcile)
+
+    p = sub.add_parser(
+        "schedule", parents=[parent], help="run the nightly reconciliation and queue snapshots"
+    )
+    p.add_argument("--run-now", action="store_true", help="also reconcile once at start")
+    p.set_defaults(func=cmd_schedule)
+
+    p = sub.add_parser("export", parents=[parent], help="write discrepancies as CSV")
+    add_filter_options(p)
+    p.add_argument("-o", "--output", required=True, help="file to write, or - for standard output")
+    p.set_defaults(func=cmd_export)
+
+    d = sub.add_parser("discrepancies", parents=[parent], help="resolve or ignore discrepancies")
+    dsub = d.add_subparsers(dest="discrepancies_command", required=True, metavar="SUBCOMMAND")
+    for name in ("resolve", "ignore"):
+        p = dsub.add_parser(
+            name, parents=[parent], help=f"{name} one discrepancy, or all that match the filters"
+        )
+        p.add_argument("id", nargs="?", type=int, metavar="ID")
+        p.add_argument("--reason", required=True, help="why (kept in the audit log)")
+        p.add_argument("--actor", help="who (default: the OS user)")
+        p.add_argument("--yes", action="store_true", help="confirm a bulk change")
+        add_filter_options(p)
+        p.set_defaults(func=cmd_discrepancies, new_status=name)
+
+    p = sub.add_parser(
+        "backfill", parents=[parent], help="fetch an event from its source into the inbox"
+    )
+    p.add_argument("event_id", metavar="EVENT_ID")
+    p.add_argument("--source", required=True)
+    p.add_argument(
+        "--redeliver", action="store_true", help="GitHub: ask GitHub to send it again instead"
+    )
+    p.add_argument("--reason")
+    p.add_argument("--actor")
+    p.set_defaults(func=cmd_backfill)
+
+
+def _sources(settings: Any, names: list[str]) -> list[Any]:
+    from reconciler.reconcile.engine import reconcilable_sources
+
+    if not names:
+        return reconcilable_sources(settings)
+    out = []
+    for name in names:
+        source = settings.source(name)
+        if source is None:
+            raise ConfigError(f"no source named '{name}' in the configuration")
+        out.append(source)
+    return out
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from reconciler.reconcile.engine import Reconciler
+    from reconciler.storage.engine import make_engine
+
+    loaded = load(args)
+    settings = loaded.settings
+    sources = _sources(settings, args.source)
+    if not sources:
+        raise ConfigError(
+            "no source to reconcile: give --source or configure a source with an API key"
+        )
+    engine = open_engine(loaded)
+    business = make_engine(settings.business.url, readonly=True) if settings.business.url else None
+    reconciler = Reconciler(engine, settings, business_engine=business)
+    summaries, failed = [], False
+    progress, task_ids = _progress(not args.json and sys.stderr.isatty())
+    try:
+        for source in sources:
+            hook = None
+            if progress is not None:
+                task_ids[source.name] = progress.add_task(source.name, total=None)
+                hook = lambda name, n: progress.update(task_ids[name], completed=n)  # noqa: E731
+            try:
+                summary = reconciler.run(
+                    source.name,
+                    trigger="cli",
+                    full=args.full,
+                    since=args.since,
+                    dry_run=args.dry_run,
+                    progress=hook,
+                )
+                summaries.append(summary.to_json())
+            except HookledgerError as exc:
+                failed = True
+                summaries.append({"source": source.name, "status": "failed", "error": str(exc)})
+                print(f"hookledger: error: {exc}", file=sys.stderr)
+    finally:
+        if progress is not None:
+            progress.stop()
+        engine.dispose()
+        if business is not None:
+            business.dispose()
+    if args.json:
+        print(json.dumps({"runs": summaries}, indent=2, default=str))
+    else:
+        for s in summaries:
+            if s["status"] == "failed":
+                continue
+            found = ", ".join(f"{k} {v}" for k, v in sorted(s["found"].items())) or "nothing"
+            open_now = ", ".join(f"{k} {v}" for k, v in sorted(s["open"].items())) or "none"
+            print(
+                f"{s['source']}: {s['status']}, {s['records_scanned']} records scanned; found: {found}; resolved {s['resolved']}; open now: {open_now}"
+            )
+    if failed:
+        return EXIT_ERROR
+    if args.fail_on_discrepancy and any(s.get("open") for s in summaries):
+        return EXIT_DISCREPANCIES
+    return EXIT_OK
+
+
+def _progress(enabled: bool) -> tuple[Any, dict[str, Any]]:
+    if not enabled:
+        return None, {}
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TextColumn("{task.completed} records"),
+        TimeElapsedColumn(),
+    )
+    progress.start()
+    return progress, {}
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from reconciler.reconcile.export import write_csv
+
+    loaded = load(args)
+    engine = open_engine(loaded)
+    flt = _filter(args)
+    try:
+        with engine.connect() as conn:
+            if args.output == "-":
+                n = write_csv(conn, flt, sys.stdout)
+            else:
+                target = Path(args.output)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(
+                    dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+                )
+                try:
+                    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                        n = write_csv(conn, flt, fh)
+                    os.replace(tmp, target)  # complete or absent: never half-written
+                except BaseException:
+                    Path(tmp).unlink(missing_ok=True)
+                    raise
+                print(f"wrote {n} discrepancies to {target}", file=sys.stderr)
+    finally:
+        engine.dispose()
+    return EXIT_OK
+
+
+def cmd_discrepancies(args: argparse.Namespace) -> int:
+    from reconciler.reconcile.actions import set_status, set_status_bulk
+    from reconciler.reconcile.export import count
+
+    status = (
+        DiscrepancyStatus.RESOLVED if args.new_status == "resolve" else DiscrepancyStatus.IGNORED
+    )
+    actor = args.actor or default_actor()
+    loaded = load(args)
+    engine = open_engine(loaded)
+    try:
+        with engine.begin() as conn:
+            if args.id is not None:
+                set_status(conn, args.id, status, actor=actor, reason=args.reason)
+                print(f"discrepancy {args.id}: {status.value}")
+                return EXIT_OK
+            flt = _filter(args)
+            n = count(conn, flt)
+            if not args.yes:
+                print(
+                    f"{n} discrepancies match; add --yes to {args.new_status} them", file=sys.stderr
+                )
+                return EXIT_ERROR
+            done = set_status_bulk(conn, flt, status, actor=actor, reason=args.reason)
+            print(f"{done} discrepancies: {status.value}")
+    finally:
+        engine.dispose()
+    return EXIT_OK
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    from connectors.factory import build_connector
+    from reconciler.reconcile.actions import backfill
+
+    loaded = load(args)
+    source = loaded.settings.source(args.source)
+    if source is None:
+        raise ConfigError(f"no source named '{args.source}' in the configuration")
+    engine = open_engine(loaded)
+    connector = build_connector(source)
+    try:
+        result = backfill(
+            engine,
+            source,
+            connector,
+            args.event_id,
+            actor=args.actor or default_actor(),
+            reason=args.reason,
+            redeliver=args.redeliver,
+        )
+    finally:
+        connector.close()
+        engine.dispose()
+    print(f"{result.source} {result.event_id}: {result.outcome}")
+    return EXIT_OK
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    import signal
+
+    from reconciler.reconcile.engine import Reconciler
+    from reconciler.schedule import build_scheduler
+    from reconciler.storage.engine import make_engine
+
+    loaded = load(args)
+    settings = loaded.settings
+    engine = open_engine(loaded)
+    business = make_engine(settings.business.url, readonly=True) if settings.business.url else None
+    reconciler = Reconciler(engine, settings, business_engine=business)
+    try:
+        scheduler = build_scheduler(engine, settings, reconciler, run_now=args.run_now)
+        signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
+        print(
+            f"scheduler started: reconcile on '{settings.reconcile.schedule}' "
+            f"({settings.reconcile.timezone}), queue snapshot every "
+            f"{settings.reconcile.snapshot_interval_seconds}s",
+            file=sys.stderr,
+            flush=True,
+        )
+        scheduler.start()
+    finally:
+        engine.dispose()
+        if business is not None:
+            business.dispose()
+    return EXIT_OK

@@ -1,0 +1,158 @@
+"""Operator actions on discrepancies and events, shared by the CLI, the scheduler and the dashboard.
+Every action is audited in the same transaction."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select, update
+
+from connectors.base import Connector, Record
+from reconciler.audit import record_audit
+from reconciler.config import SourceSettings
+from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.inbox.parsing import ParsedEvent, parse_github, parse_stripe
+from reconciler.inbox.store import IncomingEvent, store_items
+from reconciler.reconcile.export import DiscrepancyFilter
+from reconciler.storage.models import DISCREPANCIES, DeliveryOutcome, DiscrepancyStatus, EventOrigin
+from reconciler.storage.types import utcnow
+
+D = DISCREPANCIES
+
+
+def set_status(
+    conn: Connection, discrepancy_id: int, status: DiscrepancyStatus, *, actor: str, reason: str
+) -> None:
+    row = conn.execute(
+        select(D.c.id, D.c.source, D.c.event_id, D.c.status).where(D.c.id == discrepancy_id)
+    ).first()
+    if row is None:
+        raise NotFoundError(f"no discrepancy {discrepancy_id}")
+    if not reason or not reason.strip():
+        raise ActionRefusedError("a reason is required")
+    conn.execute(
+        update(D)
+        .where(D.c.id == discrepancy_id)
+        .values(status=status, resolution=reason, resolved_at=utcnow())
+    )
+    record_audit(
+        conn,
+        actor=actor,
+        action=f"discrepancy.{status.value}",
+        source=row.source,
+        event_id=row.event_id,
+        target=f"discrepancy:{discrepancy_id}",
+        reason=reason,
+        detail={"previous_status": str(row.status)},
+    )
+
+
+def set_status_bulk(
+    conn: Connection, flt: DiscrepancyFilter, status: DiscrepancyStatus, *, actor: str, reason: str
+) -> int:
+    if not reason or not reason.strip():
+        raise ActionRefusedError("a reason is required")
+    ids = [r[0] for r in conn.execute(select(D.c.id).where(*flt.where()))]
+    if ids:
+        conn.execute(
+            update(D)
+            .where(D.c.id.in_(ids))
+            .values(status=status, resolution=reason, resolved_at=utcnow())
+        )
+    record_audit(
+        conn,
+        actor=actor,
+        action=f"discrepancy.{status.value}.bulk",
+        target=f"{len(ids)} discrepancies",
+        reason=reason,
+        detail={"ids": ids[:1000], "count": len(ids)},
+    )
+    return len(ids)
+
+
+@dataclass(frozen=True)
+class BackfillResult:
+    source: str
+    event_id: str
+    outcome: str  # accepted (new event) | duplicate (already in the inbox) | redelivery_requested
+
+
+def _incoming(source: SourceSettings, record: Record) -> IncomingEvent:
+    """The fetched record as the receiver would have stored it."""
+    if source.kind == "stripe":
+        body = json.dumps(dict(record.payload)).encode()
+        parsed = parse_stripe({}, body)
+    elif source.kind == "github":
+        request = record.payload.get("request")
+        request = request if isinstance(request, dict) else {}
+        body = json.dumps(request.get("payload") or {}).encode()
+        headers = {k.lower(): str(v) for k, v in (request.get("headers") or {}).items()}
+        headers.setdefault("x-github-delivery", str(record.event_id))
+        headers.setdefault("x-github-event", str(record.object_type or ""))
+        parsed = parse_github(headers, body)
+    else:
+        body = json.dumps(dict(record.payload)).encode()
+        parsed = ParsedEvent(
+            event_id=str(record.event_id),
+            event_type=record.event_type,
+            object_type=record.object_type,
+            object_id=record.object_id,
+            occurred_at=record.occurred_at,
+        )
+    return IncomingEvent(
+        source=source.name,
+        parsed=parsed,
+        body=body,
+        headers={},
+        received_at=utcnow(),
+        content_type="application/json",
+        origin=EventOrigin.BACKFILL,
+    )
+
+
+def backfill(
+    engine: Engine,
+    source: SourceSettings,
+    connector: Connector,
+    event_id: str,
+    *,
+    actor: str,
+    reason: str | None = None,
+    redeliver: bool = False,
+) -> BackfillResult:
+    """Fetch the event from the source and store it through the receiver's insert-if-new path; if the
+    real webhook arrives later it is a duplicate delivery, not a second event. ``redeliver`` asks the
+    provider (GitHub) to send it again instead."""
+    if redeliver:
+        connector.redeliver(event_id)
+        with engine.begin() as conn:
+            record_audit(
+                conn,
+                actor=actor,
+                action="redeliver",
+                source=source.name,
+                event_id=event_id,
+                reason=reason,
+            )
+        return BackfillResult(source.name, event_id, "redelivery_requested")
+    record = connector.fetch_event(event_id)
+    item = _incoming(source, record)
+    with engine.begin() as conn:
+        [outcome] = store_items(conn, [item])
+        detail: dict[str, Any] = {"outcome": outcome.value}
+        record_audit(
+            conn,
+            actor=actor,
+            action="backfill",
+            source=source.name,
+            event_id=item.parsed.event_id,
+            reason=reason,
+            detail=detail,
+        )
+    return BackfillResult(
+        source.name,
+        item.parsed.event_id,
+        "accepted" if outcome is DeliveryOutcome.ACCEPTED else "duplicate",
+    )

@@ -1,0 +1,99 @@
+"""The business tables a check points at: validated against the reflected schema, read in batches.
+
+Table and column names come from config and are checked against the database before anything runs;
+values are always bound parameters. ``where`` is an operator-written SQL filter, validated by running
+it once with ``LIMIT 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, MetaData, Table, func, inspect, select, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from reconciler.config import CheckSettings, SourceSettings
+from reconciler.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class BoundCheck:
+    source: str
+    index: int
+    check: CheckSettings
+    table: Table
+
+    @property
+    def label(self) -> str:
+        return f"source '{self.source}', check {self.index + 1} (table {self.check.table})"
+
+    def scope(self) -> Any:
+        return text(f"({self.check.where})") if self.check.where else None
+
+
+def bind_checks(engine: Engine, source: SourceSettings) -> list[BoundCheck]:
+    """Reflect each check's table; a missing table or column is a ConfigError naming the check."""
+    bound = []
+    inspector = inspect(engine)
+    for i, check in enumerate(source.checks):
+        schema, _, name = check.table.rpartition(".")
+        label = f"source '{source.name}', check {i + 1} (table {check.table})"
+        if not inspector.has_table(name, schema=schema or None):
+            raise ConfigError(f"{label}: the business database has no table '{check.table}'")
+        table = Table(name, MetaData(), autoload_with=engine, schema=schema or None)
+        wanted = [check.key, *check.fields] + ([check.unique_by] if check.unique_by else [])
+        for column in wanted:
+            if column not in table.c:
+                raise ConfigError(f"{label}: table '{check.table}' has no column '{column}'")
+        item = BoundCheck(source.name, i, check, table)
+        if check.where:
+            try:
+                with engine.connect() as conn:
+                    conn.execute(
+                        select(func.count()).select_from(table).where(item.scope()).limit(0)
+                    )
+            except SQLAlchemyError as exc:
+                raise ConfigError(
+                    f"{label}: 'where' is not valid SQL here: {exc.__class__.__name__}"
+                ) from None
+        bound.append(item)
+    return bound
+
+
+def rows_by_key(
+    conn: Connection, check: BoundCheck, keys: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """The business rows for these object ids, grouped by key (two rows for one object = duplicate)."""
+    if not keys:
+        return {}
+    t = check.table
+    columns = [t.c[check.check.key], *(t.c[c] for c in check.check.fields if c != check.check.key)]
+    stmt = select(*columns).where(t.c[check.check.key].in_([str(k) for k in keys]))
+    if (scope := check.scope()) is not None:
+        stmt = stmt.where(scope)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in conn.execute(stmt):
+        mapping = dict(row._mapping)
+        out.setdefault(str(mapping[check.check.key]), []).append(mapping)
+    return out
+
+
+def duplicated(conn: Connection, check: BoundCheck, keys: Iterable[str]) -> dict[str, int]:
+    """``unique_by`` values (object ids) held by more than one row, with their counts."""
+    if not check.check.unique_by:
+        return {}
+    values = [str(k) for k in keys]
+    if not values:
+        return {}
+    column = check.table.c[check.check.unique_by]
+    stmt = (
+        select(column, func.count())
+        .where(column.in_(values))
+        .group_by(column)
+        .having(func.count() > 1)
+    )
+    if (scope := check.scope()) is not None:
+        stmt = stmt.where(scope)
+    return {str(value): int(count) for value, count in conn.execute(stmt)}

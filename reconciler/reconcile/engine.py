@@ -1,0 +1,681 @@
+"""One reconciliation run of one source.
+
+Pages the source from its cursor; for each page, in ONE transaction: batched ``IN (...)`` lookups in the
+inbox and the business tables, the page's discrepancies upserted by natural key, the ids it saw kept for
+the orphan anti-join, and the cursor that follows the page. A run that dies resumes from the last
+committed page. After the last page: orphaned (anti-join in SQL), stuck and dead (SQL), then
+auto-resolution of what is fixed. Memory holds one page at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import statistics
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+
+from connectors.base import Connector, Page, Record, ScanOptions
+from connectors.errors import ConnectorError, UnsupportedError
+from connectors.factory import build_connector
+from reconciler.config import Settings, SourceSettings
+from reconciler.cursors import load_cursor, save_cursor
+from reconciler.errors import ConfigError, HookledgerError
+from reconciler.inbox.parsing import json_path_get
+from reconciler.reconcile import findings as F
+from reconciler.reconcile.business import BoundCheck, bind_checks, duplicated, rows_by_key
+from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
+from reconciler.reconcile.lease import acquire, release
+from reconciler.storage.dialect import insert_for
+from reconciler.storage.models import (
+    DISCREPANCIES,
+    INBOX_EVENTS,
+    RECON_RUNS,
+    RECON_SEEN,
+    DiscrepancyKind,
+    DiscrepancyStatus,
+    RunStatus,
+)
+from reconciler.storage.types import utcnow
+
+log = logging.getLogger(__name__)
+E = INBOX_EVENTS
+D = DISCREPANCIES
+DELIVERY_LOG_KINDS = ("github",)  # providers whose list says whether each delivery succeeded
+ProgressHook = Callable[[str, int], None]  # (source, records scanned so far)
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    source: str
+    status: str
+    records_scanned: int = 0
+    pages: int = 0
+    found: dict[str, int] = field(default_factory=dict)  # discrepancies seen this run, by kind
+    resolved: int = 0
+    open_after: dict[str, int] = field(default_factory=dict)
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    gaps: list[dict[str, Any]] = field(default_factory=list)
+    detection_delay_median_seconds: float | None = None
+    detection_delay_max_seconds: float | None = None
+    error: str | None = None
+
+    def add(self, kind: DiscrepancyKind, n: int = 1) -> None:
+        if n:
+            self.found[kind.value] = self.found.get(kind.value, 0) + n
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "source": self.source,
+            "status": self.status,
+            "records_scanned": self.records_scanned,
+            "pages": self.pages,
+            "found": self.found,
+            "resolved": self.resolved,
+            "open": self.open_after,
+            "window_start": self.window_start.isoformat() if self.window_start else None,
+            "window_end": self.window_end.isoformat() if self.window_end else None,
+            "gaps": self.gaps,
+            "detection_delay_median_seconds": self.detection_delay_median_seconds,
+            "detection_delay_max_seconds": self.detection_delay_max_seconds,
+            "error": self.error,
+        }
+
+
+def _object_of(record: Record) -> Mapping[str, Any]:
+    """The source object a record describes (Stripe events carry it in data.object)."""
+    data = record.payload.get("data")
+    if isinstance(data, Mapping) and isinstance(data.get("object"), Mapping):
+        return data["object"]  # type: ignore[no-any-return]
+    return record.payload
+
+
+def reconcilable_sources(settings: Settings) -> list[SourceSettings]:
+    """Enabled sources whose provider API can be read (they name an API key or an App key)."""
+    return [s for s in settings.sources if s.enabled and (s.api_key_env or s.private_key_env)]
+
+
+class Reconciler:
+    def __init__(
+        self,
+        engine: Engine,
+        settings: Settings,
+        *,
+        business_engine: Engine | None = None,
+        connector_factory: Callable[[SourceSettings], Connector] = build_connector,
+        clock: Callable[[], datetime] = utcnow,
+        owner: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.business_engine = business_engine or engine
+        self.settings = settings
+        self.cfg = settings.reconcile
+        self.connector_factory = connector_factory
+        self.clock = clock
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+    # -- public ------------------------------------------------------------------------------------
+
+    def run(
+        self,
+        source_name: str,
+        *,
+        trigger: str = "cli",
+        full: bool = False,
+        since: datetime | None = None,
+        dry_run: bool = False,
+        progress: ProgressHook | None = None,
+        stop_after_pages: int | None = None,  # tests: simulate a run that dies after page p
+    ) -> RunSummary:
+        source = self.settings.source(source_name)
+        if source is None:
+            raise ConfigError(f"no source named '{source_name}' in the configuration")
+        if not source.enabled:
+            raise ConfigError(f"source '{source_name}' is disabled")
+        checks = bind_checks(self.business_engine, source)
+        now = self.clock()
+        summary = RunSummary(
+            run_id=str(uuid.uuid4()), source=source.name, status=RunStatus.RUNNING.value
+        )
+        if not dry_run:
+            with self.engine.begin() as conn:
+                if not acquire(
+                    conn, source.name, self.owner, now, timedelta(seconds=self.cfg.lease_seconds)
+                ):
+                    summary.status = RunStatus.SKIPPED.value
+                    self._insert_run(conn, summary, trigger, now, RunStatus.SKIPPED)
+                    log.info(
+                        "another reconciliation of %s holds the lease; skipped",
+                        source.name,
+                        extra={"source": source.name},
+                    )
+                    return summary
+                self._insert_run(conn, summary, trigger, now, RunStatus.RUNNING)
+        connector = self.connector_factory(source)
+        try:
+            self._scan(
+                source,
+                connector,
+                checks,
+                summary,
+                now,
+                full,
+                since,
+                dry_run,
+                progress,
+                stop_after_pages,
+            )
+            summary.status = RunStatus.SUCCEEDED.value
+        except (HookledgerError, OSError) as exc:
+            summary.status = RunStatus.FAILED.value
+            summary.error = str(exc)
+            raise
+        finally:
+            connector.close()
+            if not dry_run:
+                with self.engine.begin() as conn:
+                    self._finish_run(conn, summary, source.name)
+        return summary
+
+    # -- the scan ----------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _business(self, conn: Connection) -> Iterator[Connection]:
+        """The business tables' connection: the page's own when they share the inbox database (so one
+        transaction sees both and SQLite never waits on itself), else a read-only one."""
+        if self.business_engine is self.engine:
+            yield conn
+            return
+        with self.business_engine.connect() as biz:
+            yield biz
+
+    def _scan(
+        self,
+        source: SourceSettings,
+        connector: Connector,
+        checks: list[BoundCheck],
+        summary: RunSummary,
+        now: datetime,
+        full: bool,
+        since: datetime | None,
+        dry_run: bool,
+        progress: ProgressHook | None,
+        stop_after_pages: int | None,
+    ) -> None:
+        grace = timedelta(seconds=self.cfg.grace_seconds)
+        lookback = (now - since) if since else timedelta(hours=source.initial_lookback_hours)
+        options = ScanOptions(
+            now=now,
+            initial_lookback=lookback,
+            full=full or since is not None,
+            overlap=timedelta(seconds=self.cfg.overlap_seconds),
+        )
+        fetched: dict[tuple[str, str], Mapping[str, Any] | None] = {}
+        with self.engine.connect() as conn, self._business(conn) as biz:
+            outer = conn.begin() if dry_run else None  # dry run: one transaction, rolled back
+            try:
+                cursor = None if options.full else load_cursor(conn, source.name)
+                if cursor is None:  # a scan from scratch: ids an abandoned scan saw are not its own
+                    conn.execute(delete(RECON_SEEN).where(RECON_SEEN.c.source == source.name))
+                if conn.in_transaction() and not dry_run:
+                    conn.commit()
+                for page in connector.pages(cursor, options):
+                    tx = None if dry_run else conn.begin()
+                    found = self._page(
+                        conn, biz, source, connector, checks, page, now, grace, fetched
+                    )
+                    if not dry_run:
+                        F.upsert(conn, source.name, summary.run_id, now, found)
+                        self._remember_seen(conn, source.name, page.records)
+                        save_cursor(conn, source.name, page.cursor, summary.run_id)
+                    else:
+                        self._remember_seen(conn, source.name, page.records)
+                    if tx is not None:
+                        tx.commit()
+                    if biz is not conn and biz.in_transaction():
+                        biz.rollback()  # no read transaction held open on the business database
+                    self._account(summary, page, found)
+                    if progress:
+                        progress(source.name, summary.records_scanned)
+                    if stop_after_pages is not None and summary.pages >= stop_after_pages:
+                        raise _Interrupted(f"stopped after {summary.pages} page(s) (test)")
+                tx = None if dry_run else conn.begin()
+                self._after_pages(conn, biz, source, checks, summary, now, grace)
+                if tx is not None:
+                    tx.commit()
+            finally:
+                if outer is not None:
+                    outer.rollback()
+
+    def _account(self, summary: RunSummary, page: Page, found: Sequence[F.Finding]) -> None:
+        summary.pages += 1
+        summary.records_scanned += len(page.records)
+        for f in found:
+            summary.add(f.kind)
+        times = [r.occurred_at for r in page.records if r.occurred_at is not None]
+        if times:
+            summary.window_start = min(
+                [*times, *([summary.window_start] if summary.window_start else [])]
+            )
+            summary.window_end = max(
+                [*times, *([summary.window_end] if summary.window_end else [])]
+            )
+        if page.gap:
+            summary.gaps.append(
+                {
+                    "start": page.gap.start.isoformat() if page.gap.start else None,
+                    "end": page.gap.end.isoformat(),
+                    "reason": page.gap.reason,
+                }
+            )
+
+    def _remember_seen(self, conn: Connection, source: str, records: Sequence[Record]) -> None:
+        seen = {r.event_id: r.occurred_at for r in records if r.event_id}
+        if seen:
+            stmt = insert_for(conn, RECON_SEEN).on_conflict_do_nothing(
+                index_elements=["source", "event_id"]
+            )
+            rows = [{"source": source, "event_id": i, "occurred_at": t} for i, t in seen.items()]
+            conn.execute(stmt, rows)
+
+    def _page(
+        self,
+        conn: Connection,
+        biz: Connection,
+        source: SourceSettings,
+        connector: Connector,
+        checks: list[BoundCheck],
+        page: Page,
+        now: datetime,
+        grace: timedelta,
+        fetched: dict[tuple[str, str], Mapping[str, Any] | None],
+    ) -> list[F.Finding]:
+        settled = [r for r in page.records if r.occurred_at is None or r.occurred_at <= now - grace]
+        found: list[F.Finding] = []
+        # which of the page's events / objects the inbox holds (one query each)
+        event_ids = sorted({r.event_id for r in settled if r.event_id})
+        present_events = set()
+        if event_ids:
+            present_events = {
+                row[0]
+                for row in conn.execute(
+                    select(E.c.event_id).where(
+                        E.c.source == source.name, E.c.event_id.in_(event_ids)
+                    )
+                )
+            }
+        object_keys = sorted(
+            {(r.object_type or "", r.object_id) for r in settled if not r.event_id and r.object_id}
+        )
+        present_objects: set[tuple[str, str]] = set()
+        if object_keys:
+            ids = [oid for _, oid in object_keys]
+            rows = conn.execute(
+                select(E.c.object_type, E.c.object_id)
+                .where(E.c.source == source.name, E.c.object_id.in_(ids))
+                .distinct()
+            )
+            present_objects = {(t or "", o) for t, o in rows}
+        retention = connector.retention
+        has_log = source.kind in DELIVERY_LOG_KINDS
+        attempts_by_event: dict[str, list[Any]] = {}
+        for r in settled:
+            if r.event_id:
+                attempts_by_event.setdefault(r.event_id, []).extend(r.attempts)
+        received_keys: set[str] = set()
+        reported: set[str] = set()
+        for r in settled:
+            key = _key(r)
+            if r.event_id:
+                is_present = r.event_id in present_events
+            else:
+                is_present = (r.object_type or "", str(r.object_id)) in present_objects
+            if is_present:
+                received_keys.add(key)
+                continue
+            if key in reported:
+                continue
+            reported.add(key)
+            check = next(
+                (c for c in checks if c.check.applies_to(r.object_type, r.event_type)), None
+            )
+            obj = _object_of(r)
+            found.append(
+                F.Finding(
+                    kind=DiscrepancyKind.MISSING,
+                    record_key=key,
+                    event_id=r.event_id,
+                    event_type=r.event_type,
+                    object_type=r.object_type,
+                    object_id=r.object_id,
+                    amount=amount_of(obj, check.check.amount) if check else None,
+                    currency=_str(obj, check.check.currency) if check else None,
+                    cause=missing_cause(attempts_by_event.get(r.event_id or "", []), has_log),
+                    recover_by=recover_by(r.occurred_at, retention),
+                    occurred_at=r.occurred_at,
+                    detail={"attempts": len(attempts_by_event.get(r.event_id or "", []))}
+                    if has_log
+                    else {},
+                )
+            )
+        for check in checks:
+            found.extend(self._check(biz, connector, check, settled, received_keys, fetched))
+        return found
+
+    def _check(
+        self,
+        biz: Connection,
+        connector: Connector,
+        check: BoundCheck,
+        records: Sequence[Record],
+        received_keys: set[str],
+        fetched: dict[tuple[str, str], Mapping[str, Any] | None],
+    ) -> list[F.Finding]:
+        """Objects of this check with at least one received event, judged against the newest record the
+        source lists for them (received or not), confirmed with the current state when they differ."""
+        cfg = check.check
+        applying = [
+            r for r in records if r.object_id and cfg.applies_to(r.object_type, r.event_type)
+        ]
+        applicable = {r.object_id for r in applying if _key(r) in received_keys}
+        latest: dict[str, Record] = {}
+        for r in applying:
+            oid = r.object_id
+            if oid is not None and oid in applicable:
+                known = latest.get(oid)
+                if known is None or _when(r) > _when(known):
+                    latest[oid] = r
+        if not latest:
+            return []
+        keys = sorted(latest)
+        rows = rows_by_key(biz, check, keys)
+        dups = duplicated(biz, check, keys)
+        out: list[F.Finding] = []
+        for object_id in keys:
+            r = latest[object_id]
+            obj = _object_of(r)
+            found_rows = rows.get(object_id, [])
+            count = max(dups.get(object_id, 0), len(found_rows))
+            if count > 1:
+                out.append(
+                    _business_finding(
+                        DiscrepancyKind.DUPLICATE,
+                        check,
+                        r,
+                        obj,
+                        local_value=count,
+                        detail={"rows": count},
+                    )
+                )
+            if not found_rows:
+                if cfg.require_row:
+                    out.append(_business_finding(DiscrepancyKind.UNAPPLIED, check, r, obj))
+                continue
+            if not cfg.fields:
+                continue
+            diffs = diff_fields(obj, found_rows[0], cfg.fields)
+            if diffs and r.object_type:
+                # Judge against the source's latest state, never an older event's snapshot.
+                current = self._current(connector, r.object_type, object_id, fetched)
+                if current is not None:
+                    obj = current
+                    diffs = diff_fields(current, found_rows[0], cfg.fields)
+            for d in diffs:
+                out.append(
+                    _business_finding(
+                        DiscrepancyKind.DIVERGED,
+                        check,
+                        r,
+                        obj,
+                        column=d.column,
+                        source_value=d.source_value,
+                        local_value=d.local_value,
+                        detail={"path": cfg.fields[d.column]},
+                    )
+                )
+        return out
+
+    def _current(
+        self,
+        connector: Connector,
+        object_type: str,
+        object_id: str,
+        cache: dict[tuple[str, str], Mapping[str, Any] | None],
+    ) -> Mapping[str, Any] | None:
+        key = (object_type, object_id)
+        if key not in cache:
+            try:
+                cache[key] = connector.fetch_object(object_type, object_id)
+            except (UnsupportedError, ConnectorError) as exc:
+                log.info(
+                    "cannot fetch %s %s for a divergence check: %s", object_type, object_id, exc
+                )
+                cache[key] = None
+        return cache[key]
+
+    # -- after the last page -----------------------------------------------------------------------
+
+    def _after_pages(
+        self,
+        conn: Connection,
+        biz: Connection,
+        source: SourceSettings,
+        checks: list[BoundCheck],
+        summary: RunSummary,
+        now: datetime,
+        grace: timedelta,
+    ) -> None:
+        run_id = summary.run_id
+        # The scan's window starts at the oldest record it saw, in this run or an interrupted one.
+        scan_start = conn.execute(
+            select(func.min(RECON_SEEN.c.occurred_at)).where(RECON_SEEN.c.source == source.name)
+        ).scalar()
+        if scan_start is not None and source.kind != "shopify":
+            orphans = F.record_orphans(conn, source.name, run_id, now, scan_start, grace)
+            summary.add(DiscrepancyKind.ORPHANED, orphans)
+        stuck, dead = F.record_stuck_and_dead(
+            conn, source.name, run_id, now, timedelta(seconds=self.cfg.stuck_after_seconds)
+        )
+        summary.add(DiscrepancyKind.STUCK, stuck)
+        summary.add(DiscrepancyKind.DEAD, dead)
+        summary.resolved += F.resolve_fixed_inbox_problems(conn, source.name, run_id, now)
+        summary.resolved += self._resolve_business(conn, biz, source, checks, run_id, now)
+        conn.execute(delete(RECON_SEEN).where(RECON_SEEN.c.source == source.name))
+        delays = [
+            float(d)
+            for (d,) in conn.execute(
+                select(D.c.detection_delay_seconds).where(
+                    D.c.first_run_id == run_id, D.c.detection_delay_seconds.is_not(None)
+                )
+            )
+        ]
+        if delays:
+            summary.detection_delay_median_seconds = statistics.median(delays)
+            summary.detection_delay_max_seconds = max(delays)
+
+    def _resolve_business(
+        self,
+        conn: Connection,
+        biz: Connection,
+        source: SourceSettings,
+        checks: list[BoundCheck],
+        run_id: str,
+        now: datetime,
+    ) -> int:
+        """Open unapplied / duplicate / diverged rows not seen again this run: re-check the business
+        table in batches and resolve what is fixed."""
+        by_table = {c.check.table: c for c in checks}
+        kinds = [DiscrepancyKind.UNAPPLIED, DiscrepancyKind.DUPLICATE, DiscrepancyKind.DIVERGED]
+        resolved = 0
+        last_id = 0
+        while True:
+            batch = conn.execute(
+                select(D.c.id, D.c.kind, D.c.object_id, D.c.field, D.c.source_value, D.c.detail)
+                .where(
+                    D.c.source == source.name,
+                    D.c.status == DiscrepancyStatus.OPEN,
+                    D.c.kind.in_(kinds),
+                    D.c.last_run_id != run_id,
+                    D.c.id > last_id,
+                )
+                .order_by(D.c.id)
+                .limit(500)
+            ).all()
+            if not batch:
+                return resolved
+            last_id = batch[-1].id
+            fixed: list[int] = []
+            for table, check in by_table.items():
+                mine = [b for b in batch if (b.detail or {}).get("table") == table and b.object_id]
+                if not mine:
+                    continue
+                keys = sorted({b.object_id for b in mine})
+                rows = rows_by_key(biz, check, keys)
+                dups = duplicated(biz, check, keys)
+                for b in mine:
+                    present = rows.get(b.object_id, [])
+                    if (
+                        (b.kind == DiscrepancyKind.UNAPPLIED and present)
+                        or (
+                            b.kind == DiscrepancyKind.DUPLICATE
+                            and max(len(present), dups.get(b.object_id, 0)) <= 1
+                        )
+                        or (
+                            b.kind == DiscrepancyKind.DIVERGED
+                            and present
+                            and equal(_loads(b.source_value), present[0].get(b.field))
+                        )
+                    ):
+                        fixed.append(b.id)
+            if fixed:
+                resolved += (
+                    conn.execute(
+                        update(D)
+                        .where(D.c.id.in_(fixed))
+                        .values(
+                            status=DiscrepancyStatus.RESOLVED,
+                            resolution="fixed in the business table",
+                            resolved_at=now,
+                        )
+                    ).rowcount
+                    or 0
+                )
+
+    # -- run rows ----------------------------------------------------------------------------------
+
+    def _insert_run(
+        self, conn: Connection, summary: RunSummary, trigger: str, now: datetime, status: RunStatus
+    ) -> None:
+        conn.execute(
+            insert(RECON_RUNS).values(
+                run_id=summary.run_id,
+                source=summary.source,
+                trigger=trigger,
+                status=status,
+                started_at=now,
+                finished_at=now if status is RunStatus.SKIPPED else None,
+                records_scanned=0,
+                counts={},
+                detail={"owner": self.owner},
+            )
+        )
+
+    def _finish_run(self, conn: Connection, summary: RunSummary, source: str) -> None:
+        summary.open_after = {
+            str(kind): int(n)
+            for kind, n in conn.execute(
+                select(D.c.kind, func.count())
+                .where(D.c.source == source, D.c.status == DiscrepancyStatus.OPEN)
+                .group_by(D.c.kind)
+            )
+        }
+        conn.execute(
+            update(RECON_RUNS)
+            .where(RECON_RUNS.c.run_id == summary.run_id)
+            .values(
+                status=summary.status,
+                finished_at=self.clock(),
+                window_start=summary.window_start,
+                window_end=summary.window_end,
+                records_scanned=summary.records_scanned,
+                counts=summary.found,
+                error=summary.error,
+                detail={
+                    "owner": self.owner,
+                    "pages": summary.pages,
+                    "resolved": summary.resolved,
+                    "gaps": summary.gaps,
+                    "detection_delay_median_seconds": summary.detection_delay_median_seconds,
+                    "detection_delay_max_seconds": summary.detection_delay_max_seconds,
+                },
+            )
+        )
+        release(conn, source, self.owner)
+
+
+class _Interrupted(HookledgerError):
+    """The run was stopped on purpose (tests)."""
+
+
+def _key(record: Record) -> str:
+    return record.event_id or f"{record.object_type}:{record.object_id}"
+
+
+def _when(record: Record) -> float:
+    return record.occurred_at.timestamp() if record.occurred_at else float("-inf")
+
+
+def _business_finding(
+    kind: DiscrepancyKind,
+    check: BoundCheck,
+    record: Record,
+    obj: Mapping[str, Any],
+    *,
+    column: str = "",
+    source_value: Any = None,
+    local_value: Any = None,
+    detail: dict[str, Any] | None = None,
+) -> F.Finding:
+    cfg = check.check
+    return F.Finding(
+        kind=kind,
+        record_key=f"{cfg.table}:{record.object_id}",
+        field=column,
+        event_id=record.event_id,
+        event_type=record.event_type,
+        object_type=record.object_type,
+        object_id=record.object_id,
+        source_value=source_value,
+        local_value=local_value,
+        amount=amount_of(obj, cfg.amount),
+        currency=_str(obj, cfg.currency),
+        occurred_at=record.occurred_at,
+        detail={"table": cfg.table, **(detail or {})},
+    )
+
+
+def _str(obj: Mapping[str, Any], path: str | None) -> str | None:
+    if not path:
+        return None
+    value = json_path_get(obj, path)
+    return str(value) if value is not None else None
+
+
+def _loads(value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value

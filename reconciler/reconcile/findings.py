@@ -1,0 +1,290 @@
+"""Discrepancy rows: upsert by natural key, the SQL-only passes (orphaned, stuck, dead), auto-resolve."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, case, exists, func, literal, not_, or_, select, update
+
+from reconciler.storage.dialect import insert_for
+from reconciler.storage.models import (
+    DISCREPANCIES,
+    INBOX_EVENTS,
+    RECON_SEEN,
+    DiscrepancyKind,
+    DiscrepancyStatus,
+    EventOrigin,
+    EventStatus,
+)
+
+D = DISCREPANCIES
+E = INBOX_EVENTS
+UNPROCESSED = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: DiscrepancyKind
+    record_key: str
+    field: str = ""
+    event_id: str | None = None
+    event_type: str | None = None
+    object_type: str | None = None
+    object_id: str | None = None
+    source_value: Any = None
+    local_value: Any = None
+    amount: int | None = None
+    currency: str | None = None
+    cause: str | None = None
+    recover_by: datetime | None = None
+    occurred_at: datetime | None = None
+    detail: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def upsert(
+    conn: Connection, source: str, run_id: str, now: datetime, findings: Sequence[Finding]
+) -> None:
+    """One row per (source, kind, record_key, field). Seen again: last_seen moves, values refresh, a
+    resolved row reopens; an ignored row stays ignored."""
+    if not findings:
+        return
+    rows = [
+        {
+            "source": source,
+            "kind": f.kind,
+            "record_key": f.record_key[:400],
+            "field": f.field,
+            "event_id": f.event_id,
+            "event_type": f.event_type,
+            "object_type": f.object_type,
+            "object_id": f.object_id,
+            "source_value": _text(f.source_value),
+            "local_value": _text(f.local_value),
+            "amount": f.amount,
+            "currency": f.currency.lower() if f.currency else None,
+            "cause": f.cause,
+            "recover_by": f.recover_by,
+            "occurred_at": f.occurred_at,
+            "detection_delay_seconds": (now - f.occurred_at).total_seconds()
+            if f.occurred_at
+            else None,
+            "first_seen_at": now,
+            "last_seen_at": now,
+            "first_run_id": run_id,
+            "last_run_id": run_id,
+            "status": DiscrepancyStatus.OPEN,
+            "detail": f.detail or None,
+        }
+        for f in findings
+    ]
+    stmt = insert_for(conn, D)
+    keep_ignored = case(
+        (D.c.status == DiscrepancyStatus.IGNORED, D.c.status),
+        else_=literal(DiscrepancyStatus.OPEN.value),
+    )
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["source", "kind", "record_key", "field"],
+        set_={
+            "last_seen_at": stmt.excluded.last_seen_at,
+            "last_run_id": stmt.excluded.last_run_id,
+            "source_value": stmt.excluded.source_value,
+            "local_value": stmt.excluded.local_value,
+            "cause": stmt.excluded.cause,
+            "amount": stmt.excluded.amount,
+            "currency": stmt.excluded.currency,
+            "recover_by": stmt.excluded.recover_by,
+            "detail": stmt.excluded.detail,
+            "status": keep_ignored,
+            "resolution": case(
+                (D.c.status == DiscrepancyStatus.RESOLVED, literal(None)), else_=D.c.resolution
+            ),
+            "resolved_at": case(
+                (D.c.status == DiscrepancyStatus.RESOLVED, literal(None)), else_=D.c.resolved_at
+            ),
+        },
+    )
+    conn.execute(stmt, rows)
+
+
+def _insert_from(
+    conn: Connection,
+    source: str,
+    run_id: str,
+    now: datetime,
+    kind: DiscrepancyKind,
+    where: Any,
+    cause: str | None,
+) -> int:
+    """INSERT ... SELECT from the inbox, upserting by natural key; returns how many rows it matched."""
+    cols = [
+        "source",
+        "kind",
+        "record_key",
+        "field",
+        "event_id",
+        "event_type",
+        "object_type",
+        "object_id",
+        "occurred_at",
+        "first_seen_at",
+        "last_seen_at",
+        "first_run_id",
+        "last_run_id",
+        "status",
+        "cause",
+        "detail",
+    ]
+    query = select(
+        E.c.source,
+        literal(kind.value),
+        E.c.event_id,
+        literal(""),
+        E.c.event_id,
+        E.c.event_type,
+        E.c.object_type,
+        E.c.object_id,
+        E.c.occurred_at,
+        literal(now, D.c.first_seen_at.type),
+        literal(now, D.c.last_seen_at.type),
+        literal(run_id),
+        literal(run_id),
+        literal(DiscrepancyStatus.OPEN.value),
+        literal(cause) if cause else E.c.status,
+        literal(None, D.c.detail.type),
+    ).where(E.c.source == source, where)
+    stmt = insert_for(conn, D).from_select(cols, query)
+    keep_ignored = case(
+        (D.c.status == DiscrepancyStatus.IGNORED, D.c.status),
+        else_=literal(DiscrepancyStatus.OPEN.value),
+    )
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["source", "kind", "record_key", "field"],
+        set_={
+            "last_seen_at": stmt.excluded.last_seen_at,
+            "last_run_id": stmt.excluded.last_run_id,
+            "status": keep_ignored,
+            "cause": stmt.excluded.cause,
+        },
+    )
+    return len(
+        conn.execute(stmt.returning(D.c.id)).all()
+    )  # exact on both dialects (rowcount is not)
+
+
+def record_orphans(
+    conn: Connection,
+    source: str,
+    run_id: str,
+    now: datetime,
+    window_start: datetime,
+    grace: timedelta,
+) -> int:
+    """Inbox webhook events inside the scan's window that the source did not list: an anti-join in SQL
+    against the ids the scan saw (``recon_seen``), never a set in memory."""
+    seen = exists().where(RECON_SEEN.c.source == source, RECON_SEEN.c.event_id == E.c.event_id)
+    where = and_(
+        E.c.origin == EventOrigin.WEBHOOK,
+        func.coalesce(E.c.occurred_at, E.c.received_at) >= window_start,
+        E.c.received_at <= now - grace,
+        not_(seen),
+    )
+    return _insert_from(
+        conn, source, run_id, now, DiscrepancyKind.ORPHANED, where, "not_listed_by_source"
+    )
+
+
+def record_stuck_and_dead(
+    conn: Connection, source: str, run_id: str, now: datetime, stuck_after: timedelta
+) -> tuple[int, int]:
+    stuck = _insert_from(
+        conn,
+        source,
+        run_id,
+        now,
+        DiscrepancyKind.STUCK,
+        and_(E.c.status.in_(UNPROCESSED), E.c.received_at < now - stuck_after),
+        None,
+    )
+    dead = _insert_from(
+        conn,
+        source,
+        run_id,
+        now,
+        DiscrepancyKind.DEAD,
+        E.c.status == EventStatus.DEAD,
+        "dead_letter",
+    )
+    return stuck, dead
+
+
+def resolve(
+    conn: Connection,
+    source: str,
+    run_id: str,
+    now: datetime,
+    condition: Any,
+    resolution: str,
+    kinds: Sequence[DiscrepancyKind],
+) -> int:
+    result = conn.execute(
+        update(D)
+        .where(
+            D.c.source == source,
+            D.c.status == DiscrepancyStatus.OPEN,
+            D.c.kind.in_(kinds),
+            condition,
+        )
+        .values(status=DiscrepancyStatus.RESOLVED, resolution=resolution, resolved_at=now)
+    )
+    return int(result.rowcount or 0)
+
+
+def resolve_fixed_inbox_problems(conn: Connection, source: str, run_id: str, now: datetime) -> int:
+    """Missing events that have arrived since; stuck or dead events that are no longer (every run rescans
+    all of them, so one not seen again is gone); orphans the source has now listed or that are gone."""
+    arrived = exists().where(
+        E.c.source == source,
+        or_(
+            and_(D.c.event_id.is_not(None), E.c.event_id == D.c.event_id),
+            and_(
+                D.c.event_id.is_(None),
+                E.c.object_type == D.c.object_type,
+                E.c.object_id == D.c.object_id,
+            ),
+        ),
+    )
+    n = resolve(conn, source, run_id, now, arrived, "received", [DiscrepancyKind.MISSING])
+    n += resolve(
+        conn,
+        source,
+        run_id,
+        now,
+        D.c.last_run_id != run_id,
+        "no longer stuck or dead",
+        [DiscrepancyKind.STUCK, DiscrepancyKind.DEAD],
+    )
+    listed = exists().where(RECON_SEEN.c.source == source, RECON_SEEN.c.event_id == D.c.event_id)
+    gone = not_(exists().where(E.c.source == source, E.c.event_id == D.c.event_id))
+    n += resolve(
+        conn,
+        source,
+        run_id,
+        now,
+        or_(listed, gone),
+        "listed by the source or removed",
+        [DiscrepancyKind.ORPHANED],
+    )
+    return n

@@ -1,0 +1,775 @@
+"""The reconciler on SQLite and PostgreSQL, against the sandbox over loopback, with planted problems.
+
+Ground truth comes from the sender's report and the sandbox world, and is compared independently of
+the reconciler's own rules: exactly the planted discrepancies are found, and no others.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Engine,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
+
+from connectors.sandbox.app import Faults, Sandbox
+from connectors.sandbox.sender import DeliveryFaults, plan, send, stripe_webhooks
+from connectors.sandbox.world import World, build_world
+from reconciler.config import Settings, parse_settings
+from reconciler.inbox.handlers import Event, HandlerRegistry, upsert_if_newer
+from reconciler.inbox.parsing import parse_stripe
+from reconciler.inbox.receiver import create_app
+from reconciler.inbox.store import IncomingEvent, store_items
+from reconciler.inbox.worker import Worker
+from reconciler.reconcile.engine import Reconciler
+from reconciler.reconcile.lease import acquire
+from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS, RECON_RUNS
+from tests.conftest import RunningServer, start_server
+
+SECRET = "whsec_test_secret"
+STEP = {"invoice.created": 0, "invoice.finalized": 1, "invoice.paid": 2, "invoice.voided": 2}
+
+biz = MetaData()
+invoices = Table(
+    "t_invoices",
+    biz,
+    Column("stripe_invoice_id", String(64), primary_key=True),
+    Column("status", String(32)),
+    Column("amount_paid", Integer),
+    Column("version", BigInteger, nullable=False),
+)
+ledger = Table(
+    "t_ledger",
+    biz,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("stripe_invoice_id", String(64), nullable=False),
+    Column("amount", Integer, nullable=False),
+)
+
+
+def apply(event: Event, conn: Connection) -> None:
+    """Idempotent demo handlers: invoice state only if newer; one ledger credit per paid invoice."""
+    obj = event.payload["data"]["object"]
+    if obj.get("object") != "invoice":
+        return
+    version = event.payload["created"] * 10 + STEP[event.event_type or ""]
+    upsert_if_newer(
+        conn,
+        invoices,
+        {
+            "stripe_invoice_id": obj["id"],
+            "status": obj["status"],
+            "amount_paid": obj["amount_paid"],
+            "version": version,
+        },
+        key=["stripe_invoice_id"],
+        version="version",
+    )
+    if (
+        event.event_type == "invoice.paid"
+        and conn.execute(select(ledger.c.id).where(ledger.c.stripe_invoice_id == obj["id"])).first()
+        is None
+    ):
+        conn.execute(insert(ledger).values(stripe_invoice_id=obj["id"], amount=obj["amount_paid"]))
+
+
+def registry() -> HandlerRegistry:
+    r = HandlerRegistry()
+    r.register("stripe", "*", apply)
+    return r
+
+
+def settings_for(db_url: str, sandbox_url: str, page_size: int = 25) -> Settings:
+    return parse_settings(
+        {
+            "database": {"url": db_url},
+            "reconcile": {"grace_seconds": 300, "stuck_after_seconds": 3600},
+            "worker": {"backoff_base_seconds": 0.01, "backoff_max_seconds": 0.02},
+            "sources": [
+                {
+                    "name": "stripe",
+                    "kind": "stripe",
+                    "base_url": sandbox_url,
+                    "api_key_env": "T_SBX_KEY",
+                    "signing_secret_env": "T_STRIPE_SECRET",
+                    "page_size": page_size,
+                    "initial_lookback_hours": 48,
+                    "checks": [
+                        {
+                            "object_type": "invoice",
+                            "table": "t_invoices",
+                            "key": "stripe_invoice_id",
+                            "fields": {"status": "status", "amount_paid": "amount_paid"},
+                            "amount": "amount_due",
+                            "currency": "currency",
+                        },
+                        {
+                            "event_types": ["invoice.paid"],
+                            "table": "t_ledger",
+                            "key": "stripe_invoice_id",
+                            "unique_by": "stripe_invoice_id",
+                        },
+                    ],
+                }
+            ],
+        },
+        "<test>",
+    )
+
+
+@dataclass
+class Scenario:
+    world: World
+    sandbox: Sandbox
+    server: RunningServer
+    settings: Settings
+    engine: Engine
+    expected: set[tuple[str, str, str]]
+    dropped: list[str]
+    planted: dict[str, list[str]]
+
+    def reconciler(self, **kwargs: Any) -> Reconciler:
+        return Reconciler(self.engine, self.settings, **kwargs)
+
+    def found(self, status: str = "open") -> set[tuple[str, str, str]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(
+                    DISCREPANCIES.c.kind, DISCREPANCIES.c.record_key, DISCREPANCIES.c.field
+                ).where(DISCREPANCIES.c.status == status)
+            )
+            return {(str(k), r, f) for k, r, f in rows}
+
+
+@pytest.fixture
+def scenario(db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("T_SBX_KEY", "sk_test_sandbox")
+    now = datetime.now(UTC).replace(microsecond=0)
+    world = build_world(
+        seed=8,
+        now=now - timedelta(minutes=15),
+        stripe_events=150,
+        github_deliveries=0,
+        shopify_orders=0,
+    )
+    sandbox = Sandbox(world)
+    server = start_server(sandbox.app)
+    settings = settings_for(db_url, server.url)
+    biz.drop_all(engine)
+    biz.create_all(engine)
+    receiver = serve(create_app(settings, engine))
+    hooks = stripe_webhooks(world.stripe_events, SECRET)
+    ordered, report = plan(
+        hooks, DeliveryFaults(drop=0.1, duplicate=0.05, reorder=0.1, delay=0.05), seed=4
+    )
+    with httpx.Client() as client:
+        send(client, f"{receiver.url}/webhooks/stripe", ordered, report)
+    assert report.dropped and report.responses == {"200": len(ordered)}
+    # forged inbox events the source never sent (orphaned), processed like the rest
+    forged = []
+    for i in range(2):
+        body = json.dumps(
+            {
+                "id": f"evt_forged_{i}",
+                "object": "event",
+                "type": "charge.succeeded",
+                "created": int((now - timedelta(hours=2)).timestamp()),
+                "data": {"object": {"id": f"ch_forged_{i}", "object": "charge"}},
+            }
+        ).encode()
+        with engine.begin() as conn:
+            store_items(
+                conn,
+                [
+                    IncomingEvent(
+                        "stripe", parse_stripe({}, body), body, {}, now - timedelta(minutes=30)
+                    )
+                ],
+            )
+        forged.append(f"evt_forged_{i}")
+    Worker(engine, settings, registry()).drain()
+
+    dropped = set(report.dropped)
+    received_invoices = sorted(
+        {
+            e["data"]["object"]["id"]
+            for e in world.stripe_events
+            if e["type"].startswith("invoice.") and e["id"] not in dropped
+        }
+    )
+    complete = [
+        i
+        for i in received_invoices
+        if all(
+            e["id"] not in dropped for e in world.stripe_events if e["data"]["object"]["id"] == i
+        )
+    ]
+    paid_complete = [
+        i for i in complete if world.stripe_objects[("invoice", i)]["status"] == "paid"
+    ]
+    dup, others = paid_complete[:2], [i for i in complete if i not in paid_complete[:2]]
+    changed, absent = others[:2], others[2:4]
+    charges = [
+        e["id"]
+        for e in world.stripe_events
+        if e["type"] == "charge.succeeded" and e["id"] not in dropped
+    ][:2]
+    with engine.begin() as conn:
+        for i in dup:
+            conn.execute(insert(ledger).values(stripe_invoice_id=i, amount=1))
+        for i in changed:
+            conn.execute(
+                update(invoices)
+                .where(invoices.c.stripe_invoice_id == i)
+                .values(status="uncollectible")
+            )
+        for i in absent:
+            conn.execute(delete(invoices).where(invoices.c.stripe_invoice_id == i))
+        conn.execute(
+            update(INBOX_EVENTS)
+            .where(INBOX_EVENTS.c.event_id.in_(charges))
+            .values(status="pending", received_at=now - timedelta(hours=2))
+        )
+
+    # what a careful person would list, from the ground truth
+    expected = {("missing", e, "") for e in dropped}
+    expected |= {("duplicate", f"t_ledger:{i}", "") for i in dup}
+    expected |= {("unapplied", f"t_invoices:{i}", "") for i in absent}
+    expected |= {("orphaned", e, "") for e in forged}
+    expected |= {("stuck", e, "") for e in charges}
+    with engine.connect() as conn:
+        for row in conn.execute(select(invoices)):
+            truth = world.stripe_objects[("invoice", row.stripe_invoice_id)]
+            for column in ("status", "amount_paid"):
+                if row._mapping[column] != truth[column]:
+                    expected.add(("diverged", f"t_invoices:{row.stripe_invoice_id}", column))
+    assert {k for k, _, _ in expected} == {
+        "missing",
+        "duplicate",
+        "unapplied",
+        "orphaned",
+        "stuck",
+        "diverged",
+    }
+    yield Scenario(
+        world,
+        sandbox,
+        server,
+        settings,
+        engine,
+        expected,
+        sorted(dropped),
+        {"dup": dup, "changed": changed, "absent": absent, "forged": forged, "stuck": charges},
+    )
+    server.stop()
+    biz.drop_all(engine)
+
+
+def test_planted_problems_are_found_exactly_and_reruns_add_nothing(scenario: Scenario) -> None:
+    summary = scenario.reconciler().run("stripe")
+    assert summary.status == "succeeded" and summary.records_scanned == 150
+    assert scenario.found() == scenario.expected
+    with scenario.engine.connect() as conn:
+        missing = conn.execute(select(DISCREPANCIES).where(DISCREPANCIES.c.kind == "missing")).all()
+        run = conn.execute(select(RECON_RUNS)).one()
+    for row in missing:
+        event = scenario.world.stripe_event(row.event_id)
+        assert event is not None and row.cause == "not_received"
+        assert row.recover_by == datetime.fromtimestamp(event["created"], UTC) + timedelta(days=30)
+        assert row.detection_delay_seconds is not None and row.detection_delay_seconds >= 15 * 60
+    assert run.status == "succeeded" and run.records_scanned == 150 and run.counts == summary.found
+    assert (
+        run.detail["detection_delay_max_seconds"]
+        >= run.detail["detection_delay_median_seconds"]
+        > 0
+    )
+    amounts = [r.amount for r in missing if r.object_type == "invoice"]
+    assert amounts and all(isinstance(a, int) and a > 0 for a in amounts)
+
+    with scenario.engine.connect() as conn:
+        before = conn.execute(select(func.count()).select_from(DISCREPANCIES)).scalar_one()
+    second = scenario.reconciler().run("stripe")
+    assert second.records_scanned == 0  # caught up from the checkpoint
+    full = scenario.reconciler().run("stripe", full=True)
+    assert full.records_scanned == 150
+    with scenario.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(DISCREPANCIES)).scalar_one() == before
+    assert scenario.found() == scenario.expected
+
+
+def test_fixing_a_problem_resolves_it_on_the_next_run(scenario: Scenario, serve: Any) -> None:
+    recon = scenario.reconciler()
+    recon.run("stripe")
+    p, engine = scenario.planted, scenario.engine
+    late = scenario.dropped[0]
+    event = scenario.world.stripe_event(late)
+    assert event is not None
+    receiver = serve(create_app(scenario.settings, engine))
+    [hook] = stripe_webhooks([event], SECRET)
+    assert (
+        httpx.post(
+            f"{receiver.url}/webhooks/stripe", content=hook.body, headers=hook.headers
+        ).json()["status"]
+        == "accepted"
+    )
+    with engine.begin() as conn:
+        conn.execute(
+            delete(ledger).where(ledger.c.stripe_invoice_id == p["dup"][0], ledger.c.amount == 1)
+        )
+        truth = scenario.world.stripe_objects[("invoice", p["changed"][0])]
+        conn.execute(
+            update(invoices)
+            .where(invoices.c.stripe_invoice_id == p["changed"][0])
+            .values(status=truth["status"])
+        )
+        absent = scenario.world.stripe_objects[("invoice", p["absent"][0])]
+        conn.execute(
+            insert(invoices).values(
+                stripe_invoice_id=absent["id"],
+                status=absent["status"],
+                amount_paid=absent["amount_paid"],
+                version=0,
+            )
+        )
+        conn.execute(
+            update(INBOX_EVENTS)
+            .where(INBOX_EVENTS.c.event_id == p["stuck"][0])
+            .values(status="processed")
+        )
+    summary = recon.run("stripe")
+    fixed = {
+        ("missing", late, ""),
+        ("duplicate", f"t_ledger:{p['dup'][0]}", ""),
+        ("diverged", f"t_invoices:{p['changed'][0]}", "status"),
+        ("unapplied", f"t_invoices:{p['absent'][0]}", ""),
+        ("stuck", p["stuck"][0], ""),
+    }
+    assert fixed <= scenario.found("resolved")
+    assert not fixed & scenario.found("open")
+    assert summary.resolved >= len(fixed)
+
+
+@pytest.mark.parametrize("stop_after", [1, 3])
+def test_a_run_interrupted_after_page_p_then_resumed_equals_one_run(
+    scenario: Scenario, stop_after: int
+) -> None:
+    from reconciler.errors import HookledgerError
+
+    with pytest.raises(HookledgerError, match="stopped after"):
+        scenario.reconciler().run("stripe", stop_after_pages=stop_after)
+    with scenario.engine.connect() as conn:
+        runs = conn.execute(select(RECON_RUNS.c.status, RECON_RUNS.c.records_scanned)).all()
+    assert [(str(s), n) for s, n in runs] == [("failed", stop_after * 25)]
+    resumed = scenario.reconciler().run("stripe")
+    assert resumed.records_scanned == 150 - stop_after * 25
+    assert scenario.found() == scenario.expected
+
+
+def test_dry_run_writes_nothing(scenario: Scenario) -> None:
+    summary = scenario.reconciler().run("stripe", dry_run=True)
+    assert sum(summary.found.values()) >= len(scenario.expected)
+    with scenario.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(DISCREPANCIES)).scalar_one() == 0
+        assert conn.execute(select(func.count()).select_from(RECON_RUNS)).scalar_one() == 0
+
+
+def test_two_concurrent_runs_one_runs_one_skips(scenario: Scenario) -> None:
+    scenario.sandbox.faults = Faults(slow_ms=60)
+    results: list[str] = []
+
+    def go() -> None:
+        results.append(scenario.reconciler().run("stripe").status)
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["skipped", "succeeded"]
+    with scenario.engine.begin() as conn:  # the lease is free again afterwards
+        assert acquire(conn, "stripe", "someone", datetime.now(UTC), timedelta(minutes=1))
+
+
+def test_backfill_then_the_late_real_delivery_is_one_event_one_effect(
+    scenario: Scenario, serve: Any
+) -> None:
+    from connectors.factory import build_connector
+    from reconciler.reconcile.actions import backfill
+
+    engine = scenario.engine
+    paid = next(
+        e
+        for e in scenario.world.stripe_events
+        if e["id"] in scenario.dropped
+        and e["type"] == "invoice.paid"
+        and not any(
+            x["type"] == "invoice.paid"
+            and x["id"] not in scenario.dropped
+            and x["data"]["object"]["id"] == e["data"]["object"]["id"]
+            for x in scenario.world.stripe_events
+        )
+    )
+    invoice_id = paid["data"]["object"]["id"]
+    source = scenario.settings.source("stripe")
+    assert source is not None
+    connector = build_connector(source)
+    try:
+        result = backfill(
+            engine, source, connector, paid["id"], actor="ops", reason="missing in report"
+        )
+    finally:
+        connector.close()
+    assert result.outcome == "accepted"
+    receiver = serve(create_app(scenario.settings, engine))
+    [hook] = stripe_webhooks([paid], SECRET)
+    assert (
+        httpx.post(
+            f"{receiver.url}/webhooks/stripe", content=hook.body, headers=hook.headers
+        ).json()["status"]
+        == "duplicate"
+    )
+    Worker(engine, scenario.settings, registry()).drain()
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(INBOX_EVENTS.c.origin, INBOX_EVENTS.c.status).where(
+                INBOX_EVENTS.c.event_id == paid["id"]
+            )
+        ).one()
+        credits = conn.execute(
+            select(func.count()).select_from(ledger).where(ledger.c.stripe_invoice_id == invoice_id)
+        ).scalar_one()
+    assert (str(row.origin), str(row.status)) == ("backfill", "processed")
+    assert credits == 1
+
+
+# -- reports, the command line and the scheduler --------------------------------------------------
+
+
+def write_config(path: Any, scenario: Scenario, db_url: str) -> str:
+    path.write_text(
+        f"""
+[database]
+url = "{db_url}"
+[reconcile]
+grace_seconds = 300
+stuck_after_seconds = 3600
+schedule = "0 2 * * *"
+snapshot_interval_seconds = 5
+[[sources]]
+name = "stripe"
+kind = "stripe"
+base_url = "{scenario.server.url}"
+api_key_env = "T_SBX_KEY"
+signing_secret_env = "T_STRIPE_SECRET"
+page_size = 25
+initial_lookback_hours = 48
+[[sources.checks]]
+object_type = "invoice"
+table = "t_invoices"
+key = "stripe_invoice_id"
+fields = {{ status = "status", amount_paid = "amount_paid" }}
+amount = "amount_due"
+currency = "currency"
+[[sources.checks]]
+event_types = ["invoice.paid"]
+table = "t_ledger"
+key = "stripe_invoice_id"
+unique_by = "stripe_invoice_id"
+"""
+    )
+    return str(path)
+
+
+def test_cli_reconcile_exit_codes_json_and_bulk_actions(
+    scenario: Scenario,
+    db_url: str,
+    tmp_path: Any,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from reconciler.cli.main import main
+
+    cfg = write_config(tmp_path / "c.toml", scenario, db_url)
+    assert main(["reconcile", "--config", cfg, "--json", "--fail-on-discrepancy"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    [run] = out["runs"]
+    assert run["status"] == "succeeded" and run["records_scanned"] == 150
+    assert sum(run["open"].values()) == len(scenario.expected)
+
+    assert (
+        main(
+            [
+                "discrepancies",
+                "ignore",
+                "--kind",
+                "orphaned",
+                "--reason",
+                "test mode events",
+                "--config",
+                cfg,
+            ]
+        )
+        == 2
+    )
+    assert "2 discrepancies match; add --yes" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "discrepancies",
+                "ignore",
+                "--kind",
+                "orphaned",
+                "--reason",
+                "test mode events",
+                "--yes",
+                "--config",
+                cfg,
+            ]
+        )
+        == 0
+    )
+    with scenario.engine.connect() as conn:
+        one = (
+            conn.execute(select(DISCREPANCIES.c.id).where(DISCREPANCIES.c.kind == "stuck"))
+            .scalars()
+            .first()
+        )
+    assert (
+        main(
+            [
+                "discrepancies",
+                "resolve",
+                str(one),
+                "--reason",
+                "requeued by hand",
+                "--actor",
+                "ops",
+                "--config",
+                cfg,
+            ]
+        )
+        == 0
+    )
+    assert main(["discrepancies", "resolve", "999999", "--reason", "x", "--config", cfg]) == 2
+    assert (
+        main(
+            [
+                "discrepancies",
+                "resolve",
+                "--status",
+                "open",
+                "--reason",
+                "accepted risk",
+                "--yes",
+                "--config",
+                cfg,
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    # marked resolved, but the two events are still stuck: the next run reopens them
+    assert main(["reconcile", "--config", cfg, "--json", "--fail-on-discrepancy"]) == 1
+    assert json.loads(capsys.readouterr().out)["runs"][0]["open"] == {"stuck": 2}
+    assert (
+        main(
+            [
+                "discrepancies",
+                "ignore",
+                "--kind",
+                "stuck",
+                "--reason",
+                "known, being fixed",
+                "--yes",
+                "--config",
+                cfg,
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["reconcile", "--config", cfg, "--fail-on-discrepancy"]) == 0
+    )  # ignored stays ignored
+    from reconciler.storage.models import AUDIT_LOG
+
+    with scenario.engine.connect() as conn:
+        actions = [
+            str(a)
+            for a in conn.execute(select(AUDIT_LOG.c.action).order_by(AUDIT_LOG.c.id)).scalars()
+        ]
+    assert actions == [
+        "discrepancy.ignored.bulk",
+        "discrepancy.resolved",
+        "discrepancy.resolved.bulk",
+        "discrepancy.ignored.bulk",
+    ]
+
+    monkeypatch.setenv("T_SBX_KEY", "sk_test_wrong")
+    assert main(["reconcile", "--config", cfg]) == 2
+    assert "HTTP 401" in capsys.readouterr().err
+
+
+def test_export_csv_columns_quoting_and_formula_injection(
+    scenario: Scenario, db_url: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import csv
+    import io
+
+    from reconciler.cli.main import main
+    from reconciler.reconcile.export import COLUMNS
+
+    scenario.reconciler().run("stripe")
+    now = datetime.now(UTC)
+    tricky = [
+        ('=HYPERLINK("http://evil")', 'a,b "quoted"\nsecond line'),
+        ("+1+1", "-2"),
+        ("@SUM(A1)", "\tTAB"),
+        ("\rCR", "plain"),
+    ]
+    with scenario.engine.begin() as conn:
+        for i, (src, local) in enumerate(tricky):
+            conn.execute(
+                insert(DISCREPANCIES).values(
+                    source="stripe",
+                    kind="diverged",
+                    record_key=f"t_invoices:x{i}",
+                    field="status",
+                    object_id=f"x{i}",
+                    source_value=src,
+                    local_value=local,
+                    first_seen_at=now,
+                    last_seen_at=now,
+                    first_run_id="r",
+                    last_run_id="r",
+                    status="open",
+                    detail={"note": "=cmd"},
+                )
+            )
+    cfg = write_config(tmp_path / "c.toml", scenario, db_url)
+    assert main(["export", "--config", cfg, "--status", "all", "-o", "-"]) == 0
+    text = capsys.readouterr().out
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert tuple(rows[0]) == COLUMNS
+    assert len(rows) - 1 == len(scenario.expected) + len(tricky)
+    by_key = {r[COLUMNS.index("object_id")]: r for r in rows[1:]}
+    sv, lv = COLUMNS.index("source_value"), COLUMNS.index("local_value")
+    assert (
+        by_key["x0"][sv] == '\'=HYPERLINK("http://evil")'
+        and by_key["x0"][lv] == 'a,b "quoted"\nsecond line'
+    )
+    assert (by_key["x1"][sv], by_key["x1"][lv]) == ("'+1+1", "'-2")
+    assert (by_key["x2"][sv], by_key["x2"][lv]) == ("'@SUM(A1)", "'\tTAB")
+    assert by_key["x3"][sv] == "'\rCR"
+    assert "\r\n" in text  # RFC 4180 line ends
+    missing = next(r for r in rows[1:] if r[COLUMNS.index("kind")] == "missing")
+    assert (
+        missing[COLUMNS.index("first_seen_at")].endswith("Z")
+        and missing[COLUMNS.index("cause")] == "not_received"
+    )
+    out_file = tmp_path / "reports" / "missing.csv"
+    assert main(["export", "--config", cfg, "--kind", "missing", "-o", str(out_file)]) == 0
+    with out_file.open(newline="", encoding="utf-8") as fh:
+        assert len(list(csv.reader(fh))) == 1 + len(scenario.dropped)
+    assert not [p for p in out_file.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_cli_backfill(
+    scenario: Scenario, db_url: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reconciler.cli.main import main
+
+    cfg = write_config(tmp_path / "c.toml", scenario, db_url)
+    assert (
+        main(
+            [
+                "backfill",
+                scenario.dropped[0],
+                "--source",
+                "stripe",
+                "--reason",
+                "found missing",
+                "--config",
+                cfg,
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.strip().endswith("accepted")
+    assert main(["backfill", scenario.dropped[0], "--source", "stripe", "--config", cfg]) == 0
+    assert capsys.readouterr().out.strip().endswith("duplicate")
+    assert main(["backfill", "evt_nope", "--source", "stripe", "--config", cfg]) == 2
+
+
+def test_scheduler_runs_now_and_snapshots(scenario: Scenario) -> None:
+    import time
+
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from reconciler.schedule import build_scheduler, trigger_for
+    from reconciler.storage.models import QUEUE_SNAPSHOTS
+
+    settings = scenario.settings.model_copy(
+        update={
+            "reconcile": scenario.settings.reconcile.model_copy(
+                update={"snapshot_interval_seconds": 5}
+            )
+        }
+    )
+    sched = build_scheduler(
+        scenario.engine,
+        settings,
+        scenario.reconciler(),
+        run_now=True,
+        scheduler=BackgroundScheduler(),
+    )
+    reconcile_job = sched.get_job("reconcile")
+    assert (
+        reconcile_job.coalesce
+        and reconcile_job.misfire_grace_time == 3600
+        and reconcile_job.max_instances == 1
+    )
+    assert str(reconcile_job.trigger) == str(trigger_for(settings))
+    sched.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with scenario.engine.connect() as conn:
+                runs = conn.execute(select(RECON_RUNS.c.trigger, RECON_RUNS.c.status)).all()
+                snaps = conn.execute(
+                    select(QUEUE_SNAPSHOTS.c.source, QUEUE_SNAPSHOTS.c.unprocessed)
+                ).all()
+            if runs and str(runs[0].status) != "running" and snaps:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        sched.shutdown(wait=True)
+    assert [(t, str(s)) for t, s in runs] == [("schedule", "succeeded")]
+    assert ("stripe", 2) in [(s, n) for s, n in snaps]  # the two stuck events
+    bad = settings.model_copy(
+        update={"reconcile": settings.reconcile.model_copy(update={"schedule": "61 * * * *"})}
+    )
+    from reconciler.errors import ConfigError
+
+    with pytest.raises(
+        ConfigError, match=r"\[reconcile\] schedule: '61 \* \* \* \*' is not a valid cron"
+    ):
+        trigger_for(bad)
