@@ -511,6 +511,17 @@ def test_cli_reconcile_exit_codes_json_and_bulk_actions(
     assert main(["reconcile", "--config", cfg, "--json", "--fail-on-discrepancy"]) == 1
     out = json.loads(capsys.readouterr().out)
     [run] = out["runs"]
+    # money impact of the missing invoice events, independently from the ground truth
+    truth: dict[tuple[str, str], set[str]] = {}
+    for e in scenario.world.stripe_events:
+        if e["id"] in scenario.dropped and e["data"]["object"]["object"] == "invoice":
+            obj = e["data"]["object"]
+            truth.setdefault((obj["currency"], e["id"]), set()).add(str(obj["amount_due"]))
+    expected_missing: dict[str, int] = {}
+    for (currency, _), amounts in truth.items():
+        expected_missing[currency] = expected_missing.get(currency, 0) + int(next(iter(amounts)))
+    got = {r["currency"]: r["amount"] for r in out["money_impact"] if r["kind"] == "missing"}
+    assert got == expected_missing
     assert run["status"] == "succeeded" and run["records_scanned"] == 150
     assert sum(run["open"].values()) == len(scenario.expected)
 
@@ -773,3 +784,72 @@ def test_scheduler_runs_now_and_snapshots(scenario: Scenario) -> None:
         ConfigError, match=r"\[reconcile\] schedule: '61 \* \* \* \*' is not a valid cron"
     ):
         trigger_for(bad)
+
+
+def test_github_missing_deliveries_say_whose_fault_it_was(
+    db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dropped deliveries that GitHub logged as failed are provider_failed; one that GitHub logged as OK
+    but never reached the inbox is lost_after_ack. recover_by is the delivery time plus retention."""
+    from connectors.sandbox.sender import github_webhooks, record_github_outcomes
+
+    monkeypatch.setenv("T_SBX_GH", "ghp_sandbox")
+    now = datetime.now(UTC).replace(microsecond=0)
+    world = build_world(
+        seed=9,
+        now=now - timedelta(minutes=15),
+        stripe_events=0,
+        github_deliveries=60,
+        shopify_orders=0,
+        github_failure_rate=0.0,
+    )
+    server = start_server(Sandbox(world).app)
+    try:
+        settings = parse_settings(
+            {
+                "database": {"url": db_url},
+                "sources": [
+                    {
+                        "name": "gh",
+                        "kind": "github",
+                        "base_url": server.url,
+                        "api_key_env": "T_SBX_GH",
+                        "signing_secret_env": "T_GITHUB_SECRET",
+                        "repository": "octocat/Hello-World",
+                        "hook_id": 1,
+                        "page_size": 20,
+                        "initial_lookback_hours": 48,
+                    }
+                ],
+            },
+            "<test>",
+        )
+        receiver = serve(create_app(settings, engine))
+        ordered, report = plan(
+            github_webhooks(world.github_attempts, "It's a Secret to Everybody"),
+            DeliveryFaults(drop=0.15),
+            seed=2,
+        )
+        with httpx.Client() as client:
+            send(client, f"{receiver.url}/webhooks/gh", ordered, report)
+        lost = report.dropped[:1]  # GitHub believes this one was delivered
+        record_github_outcomes(world, report, lost_after_ack=lost)
+        assert len(report.dropped) >= 3
+        Reconciler(engine, settings).run("gh")
+        with engine.connect() as conn:
+            rows = conn.execute(
+                select(DISCREPANCIES).where(DISCREPANCIES.c.kind == "missing")
+            ).all()
+    finally:
+        server.stop()
+    causes = {r.event_id: r.cause for r in rows}
+    assert set(causes) == set(report.dropped)
+    assert causes[lost[0]] == "lost_after_ack"
+    assert {c for e, c in causes.items() if e not in lost} == {"provider_failed"}
+    delivered = {a.guid: a.delivered_at for a in world.github_attempts}
+    for r in rows:
+        # the API reports delivered_at to the second; recover_by follows what the source says
+        assert r.recover_by == delivered[r.event_id].replace(microsecond=0) + timedelta(
+            days=7
+        )  # GHES retention
+        assert r.detail == {"attempts": 1}

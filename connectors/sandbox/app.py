@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import bisect
 import fnmatch
 import json
 import threading
@@ -125,6 +126,9 @@ class Sandbox:
         )
         self._lock = threading.Lock()
         self._bucket: list[float] = []  # Shopify call times, for the call-limit header
+        self._stripe_cache: tuple[int, list[dict[str, Any]], dict[str, int], list[int]] | None = (
+            None
+        )
         self.app = Starlette(
             routes=[
                 Route("/v1/events", self.stripe_list, methods=["GET"]),
@@ -241,10 +245,26 @@ class Sandbox:
             return _stripe_error(401, f"Invalid API Key provided: {shown}")
         return None
 
+    def _stripe_index(self) -> tuple[list[dict[str, Any]], dict[str, int], list[int]]:
+        """Events newest first, id -> position, and negated creation times (for bisect); rebuilt only
+        when events are added, so a page costs O(page) even with a million events."""
+        events = self.world.stripe_events
+        if self._stripe_cache is None or self._stripe_cache[0] != len(events):
+            newest_first = list(reversed(events))
+            self._stripe_cache = (
+                len(events),
+                newest_first,
+                {e["id"]: i for i, e in enumerate(newest_first)},
+                [-e["created"] for e in newest_first],
+            )
+        _, newest_first, positions, neg_created = self._stripe_cache
+        return newest_first, positions, neg_created
+
     def _stripe_listable(self) -> list[dict[str, Any]]:
         """Newest first, within the retention window."""
+        newest_first, _, neg_created = self._stripe_index()
         oldest = int((self.clock() - STRIPE_RETENTION).timestamp())
-        return [e for e in reversed(self.world.stripe_events) if e["created"] >= oldest]
+        return newest_first[: bisect.bisect_right(neg_created, -oldest)]
 
     async def stripe_list(self, request: Request) -> Response:
         if (denied := self._stripe_auth(request)) or (denied := await self._fault(request)):
@@ -279,33 +299,43 @@ class Sandbox:
         if (exact := q.get("created")) is not None and exact.isdigit():
             bounds["gte"] = bounds["lte"] = int(exact)
         patterns = types or ([q["type"]] if q.get("type") else [])
+        floor = max(bounds.get("gte", -(2**62)), bounds.get("gt", -(2**62) - 1) + 1)
 
         def keep(e: dict[str, Any]) -> bool:
             c = e["created"]
-            if ("gt" in bounds and c <= bounds["gt"]) or ("gte" in bounds and c < bounds["gte"]):
-                return False
-            if ("lt" in bounds and c >= bounds["lt"]) or ("lte" in bounds and c > bounds["lte"]):
+            if (
+                c < floor
+                or ("lt" in bounds and c >= bounds["lt"])
+                or ("lte" in bounds and c > bounds["lte"])
+            ):
                 return False
             return not patterns or any(fnmatch.fnmatchcase(e["type"], p) for p in patterns)
 
         items = self._stripe_listable()
+        _, positions, _ = self._stripe_index()
+        start, step = 0, 1
         if after or before:
             anchor = after or before
-            position = next((i for i, e in enumerate(items) if e["id"] == anchor), None)
-            if position is None:
+            position = positions.get(anchor or "")
+            if position is None or position >= len(items):
                 param = "starting_after" if after else "ending_before"
                 return _stripe_error(
                     400, f"No such event: '{anchor}'", code="resource_missing", param=param
                 )
-            if after:
-                rest = [e for e in items[position + 1 :] if keep(e)]
-                page, has_more = rest[:limit], len(rest) > limit
-            else:
-                newer = [e for e in items[:position] if keep(e)]
-                page, has_more = newer[-limit:], len(newer) > limit
-        else:
-            matching = [e for e in items if keep(e)]
-            page, has_more = matching[:limit], len(matching) > limit
+            start, step = (position + 1, 1) if after else (position - 1, -1)
+        picked: list[dict[str, Any]] = []
+        i = start
+        while 0 <= i < len(items) and len(picked) <= limit:
+            e = items[i]
+            if step == 1 and e["created"] < floor:
+                break  # newest first: everything further is older still
+            if keep(e):
+                picked.append(e)
+            i += step
+        has_more = len(picked) > limit
+        page = picked[:limit]
+        if step == -1:
+            page.reverse()  # ending_before: the `limit` closest newer events, still newest first
         return JSONResponse(
             {"object": "list", "data": page, "has_more": has_more, "url": "/v1/events"}
         )

@@ -162,8 +162,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         engine.dispose()
         if business is not None:
             business.dispose()
+    impact = _impact(loaded, [s.name for s in sources])
     if args.json:
-        print(json.dumps({"runs": summaries}, indent=2, default=str))
+        print(json.dumps({"runs": summaries, "money_impact": impact}, indent=2, default=str))
     else:
         for s in summaries:
             if s["status"] == "failed":
@@ -173,11 +174,27 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(
                 f"{s['source']}: {s['status']}, {s['records_scanned']} records scanned; found: {found}; resolved {s['resolved']}; open now: {open_now}"
             )
+        for row in impact:
+            print(
+                f"{row['source']}: {row['kind']} {row['records']} records, "
+                f"{row['amount']} {(row['currency'] or '?').upper()} (minor units)"
+            )
     if failed:
         return EXIT_ERROR
     if args.fail_on_discrepancy and any(s.get("open") for s in summaries):
         return EXIT_DISCREPANCIES
     return EXIT_OK
+
+
+def _impact(loaded: Any, sources: list[str]) -> list[dict[str, Any]]:
+    from reconciler.reconcile.export import money_impact
+
+    engine = open_engine(loaded)
+    try:
+        with engine.connect() as conn:
+            return money_impact(conn, tuple(sources))
+    finally:
+        engine.dispose()
 
 
 def _progress(enabled: bool) -> tuple[Any, dict[str, Any]]:

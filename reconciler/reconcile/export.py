@@ -120,3 +120,35 @@ def write_csv(conn: Connection, flt: DiscrepancyFilter, out: TextIO) -> int:
         writer.writerow(csv_record(row))
         n += 1
     return n
+
+
+IMPACT_KINDS = (DiscrepancyKind.MISSING, DiscrepancyKind.DIVERGED, DiscrepancyKind.UNAPPLIED)
+
+
+def money_impact(conn: Connection, sources: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Open missing / diverged / unapplied amounts (minor units) per source, currency and kind.
+
+    A diverged object counts once however many of its fields differ."""
+    per_record = (
+        select(
+            D.c.source, D.c.currency, D.c.kind, D.c.record_key, func.max(D.c.amount).label("amount")
+        )
+        .where(
+            D.c.status == DiscrepancyStatus.OPEN,
+            D.c.kind.in_(IMPACT_KINDS),
+            D.c.amount.is_not(None),
+        )
+        .group_by(D.c.source, D.c.currency, D.c.kind, D.c.record_key)
+    )
+    if sources:
+        per_record = per_record.where(D.c.source.in_(sources))
+    sub = per_record.subquery()
+    rows = conn.execute(
+        select(sub.c.source, sub.c.currency, sub.c.kind, func.count(), func.sum(sub.c.amount))
+        .group_by(sub.c.source, sub.c.currency, sub.c.kind)
+        .order_by(sub.c.source, sub.c.currency, sub.c.kind)
+    )
+    return [
+        {"source": s, "currency": c, "kind": str(k), "records": int(n), "amount": int(total or 0)}
+        for s, c, k, n, total in rows
+    ]

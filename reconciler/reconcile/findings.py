@@ -54,6 +54,14 @@ def _text(value: Any) -> str | None:
     return json.dumps(value, default=str, sort_keys=True)
 
 
+def _reopened() -> Any:
+    """Seen again: open, unless an operator chose to ignore it."""
+    return case(
+        (D.c.status == DiscrepancyStatus.IGNORED, D.c.status),
+        else_=literal(DiscrepancyStatus.OPEN.value),
+    )
+
+
 def upsert(
     conn: Connection, source: str, run_id: str, now: datetime, findings: Sequence[Finding]
 ) -> None:
@@ -91,10 +99,6 @@ def upsert(
         for f in findings
     ]
     stmt = insert_for(conn, D)
-    keep_ignored = case(
-        (D.c.status == DiscrepancyStatus.IGNORED, D.c.status),
-        else_=literal(DiscrepancyStatus.OPEN.value),
-    )
     stmt = stmt.on_conflict_do_update(
         index_elements=["source", "kind", "record_key", "field"],
         set_={
@@ -107,7 +111,7 @@ def upsert(
             "currency": stmt.excluded.currency,
             "recover_by": stmt.excluded.recover_by,
             "detail": stmt.excluded.detail,
-            "status": keep_ignored,
+            "status": _reopened(),
             "resolution": case(
                 (D.c.status == DiscrepancyStatus.RESOLVED, literal(None)), else_=D.c.resolution
             ),
@@ -166,16 +170,12 @@ def _insert_from(
         literal(None, D.c.detail.type),
     ).where(E.c.source == source, where)
     stmt = insert_for(conn, D).from_select(cols, query)
-    keep_ignored = case(
-        (D.c.status == DiscrepancyStatus.IGNORED, D.c.status),
-        else_=literal(DiscrepancyStatus.OPEN.value),
-    )
     stmt = stmt.on_conflict_do_update(
         index_elements=["source", "kind", "record_key", "field"],
         set_={
             "last_seen_at": stmt.excluded.last_seen_at,
             "last_run_id": stmt.excluded.last_run_id,
-            "status": keep_ignored,
+            "status": _reopened(),
             "cause": stmt.excluded.cause,
         },
     )
@@ -255,18 +255,19 @@ def resolve(
 def resolve_fixed_inbox_problems(conn: Connection, source: str, run_id: str, now: datetime) -> int:
     """Missing events that have arrived since; stuck or dead events that are no longer (every run rescans
     all of them, so one not seen again is gone); orphans the source has now listed or that are gone."""
-    arrived = exists().where(
-        E.c.source == source,
-        or_(
-            and_(D.c.event_id.is_not(None), E.c.event_id == D.c.event_id),
-            and_(
-                D.c.event_id.is_(None),
-                E.c.object_type == D.c.object_type,
-                E.c.object_id == D.c.object_id,
-            ),
+    # Two EXISTS, each answered by an index (an OR inside one EXISTS made it scan the inbox).
+    event_arrived = and_(
+        D.c.event_id.is_not(None),
+        exists().where(E.c.source == source, E.c.event_id == D.c.event_id),
+    )
+    object_arrived = and_(
+        D.c.event_id.is_(None),
+        exists().where(
+            E.c.source == source, E.c.object_type == D.c.object_type, E.c.object_id == D.c.object_id
         ),
     )
-    n = resolve(conn, source, run_id, now, arrived, "received", [DiscrepancyKind.MISSING])
+    n = resolve(conn, source, run_id, now, event_arrived, "received", [DiscrepancyKind.MISSING])
+    n += resolve(conn, source, run_id, now, object_arrived, "received", [DiscrepancyKind.MISSING])
     n += resolve(
         conn,
         source,

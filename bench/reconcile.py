@@ -1,0 +1,237 @@
+"""Reconciliation against the sandbox: time and peak memory, against a bare paging loop and two naive
+baselines, on SQLite and PostgreSQL, for each size, in one run.
+
+Arms, each in a fresh process (so its peak RSS is its own), interleaved over the rounds:
+- ``bare``: page the source (httpx + JSON decode, nothing else);
+- ``reconcile``: ``Reconciler.run(full=True)`` (the real thing: pages, batched lookups, upserts);
+- ``lookup``: page the source and run one SELECT per event (how simple checkers work);
+- ``pandas``: load every source event and the whole inbox into pandas and merge.
+1% of the events are withheld from the inbox: every arm but ``bare`` must report the same missing count.
+
+    python bench/reconcile.py --sizes 10000 100000 --rounds 5 [--no-postgres]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import PYTHON, ROOT, free_port, median, pg_schema, pinned, process, sqlite_db
+
+KEY = "sk_test_sandbox"
+ARMS = ("bare", "reconcile", "lookup", "pandas")
+
+
+def page_events(sandbox: str) -> Any:
+    """The source's events, page by page, as the bare loop reads them."""
+    since = int((datetime.now(UTC) - timedelta(hours=48)).timestamp())
+    with httpx.Client(
+        base_url=sandbox, headers={"Authorization": f"Bearer {KEY}"}, timeout=60
+    ) as client:
+        params: dict[str, Any] = {"limit": 100, "created[gte]": since}
+        while True:
+            body = client.get("/v1/events", params=params).json()
+            yield body["data"]
+            if not body["has_more"]:
+                return
+            params = {"limit": 100, "created[gte]": since, "starting_after": body["data"][-1]["id"]}
+
+
+def populate(db: str, sandbox: str) -> int:
+    from reconciler.inbox.parsing import parse_stripe
+    from reconciler.inbox.store import IncomingEvent, store_items
+    from reconciler.storage.engine import make_engine
+
+    engine = make_engine(db)
+    withheld, n = 0, 0
+    for page in page_events(sandbox):
+        items = []
+        for event in page:
+            n += 1
+            if n % 100 == 0:
+                withheld += 1
+                continue
+            body = json.dumps(event).encode()
+            items.append(
+                IncomingEvent("stripe", parse_stripe({}, body), body, {}, datetime.now(UTC))
+            )
+        with engine.begin() as conn:
+            store_items(conn, items)
+    engine.dispose()
+    return withheld
+
+
+def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
+    # Imports are not the work being measured: load them before the clock starts.
+    import pandas  # noqa: F401
+    import sqlalchemy  # noqa: F401
+
+    import reconciler.reconcile.engine  # noqa: F401
+
+    t = time.perf_counter()
+    if name == "bare":
+        count = sum(len(page) for page in page_events(sandbox))
+    elif name == "reconcile":
+        from reconciler.config import parse_settings
+        from reconciler.reconcile.engine import Reconciler
+        from reconciler.storage.engine import make_engine
+
+        os.environ["BENCH_KEY"] = KEY
+        settings = parse_settings(
+            {
+                "database": {"url": db},
+                "reconcile": {"grace_seconds": 0},
+                "sources": [
+                    {
+                        "name": "stripe",
+                        "kind": "stripe",
+                        "base_url": sandbox,
+                        "api_key_env": "BENCH_KEY",
+                        "initial_lookback_hours": 48,
+                    }
+                ],
+            },
+            "<bench>",
+        )
+        engine = make_engine(db)
+        summary = Reconciler(engine, settings).run("stripe", full=True)
+        engine.dispose()
+        count = summary.found.get("missing", 0)
+    elif name == "lookup":
+        from sqlalchemy import select
+
+        from reconciler.storage.engine import make_engine
+        from reconciler.storage.models import INBOX_EVENTS as E
+
+        engine = make_engine(db)
+        count = 0
+        with engine.connect() as conn:
+            for page in page_events(sandbox):
+                for event in page:
+                    if (
+                        conn.execute(
+                            select(E.c.id).where(
+                                E.c.source == "stripe", E.c.event_id == event["id"]
+                            )
+                        ).first()
+                        is None
+                    ):
+                        count += 1
+        engine.dispose()
+    else:
+        import pandas as pd
+
+        from reconciler.storage.engine import make_engine
+
+        engine = make_engine(db)
+        source = pd.DataFrame(
+            [
+                {"event_id": e["id"], "type": e["type"], "created": e["created"]}
+                for page in page_events(sandbox)
+                for e in page
+            ]
+        )
+        local = pd.read_sql(
+            "SELECT event_id, status, received_at FROM inbox_events WHERE source = 'stripe'", engine
+        )
+        merged = source.merge(local, on="event_id", how="left", indicator=True)
+        count = int((merged["_merge"] == "left_only").sum())
+        engine.dispose()
+    return {
+        "seconds": time.perf_counter() - t,
+        "count": count,
+        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def run_child(name: str, db: str, sandbox: str) -> dict[str, Any]:
+    out = subprocess.run(
+        pinned(1, [PYTHON, __file__, "--arm", name, "--db", db, "--sandbox", sandbox]),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"arm {name} failed:\n{out.stderr[-3000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--arm", choices=ARMS, help=argparse.SUPPRESS)
+    parser.add_argument("--db", help=argparse.SUPPRESS)
+    parser.add_argument("--sandbox", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.arm:
+        print(json.dumps(arm(args.arm, args.db, args.sandbox)))
+        return
+    table = []
+    for n in args.sizes:
+        port = free_port()
+        argv = pinned(
+            0, [PYTHON, str(ROOT / "bench" / "sandbox_server.py"), str(port), str(n), "0", "0"]
+        )
+        url = f"http://127.0.0.1:{port}"
+        with process(argv, f"{url}/_sandbox/health"), tempfile.TemporaryDirectory() as tmp:
+            dbs: dict[str, Any] = {"sqlite": sqlite_db(Path(tmp), "bench.db")}
+            if not args.no_postgres:
+                dbs["postgresql"] = pg_schema()
+            for dialect, ctx in dbs.items():
+                db = ctx.__enter__()
+                try:
+                    withheld = populate(db, url)
+                    results: dict[str, list[dict[str, Any]]] = {a: [] for a in ARMS}
+                    for r in range(args.rounds):
+                        order = ARMS[r % len(ARMS) :] + ARMS[: r % len(ARMS)]
+                        for a in order:
+                            results[a].append(run_child(a, db, url))
+                        print(
+                            f"n={n} {dialect} round {r + 1}: "
+                            + ", ".join(f"{a} {results[a][-1]['seconds']:.2f}s" for a in ARMS),
+                            flush=True,
+                        )
+                    counts = {a: {x["count"] for x in results[a]} for a in ARMS}
+                    if counts["bare"] != {n} or any(
+                        counts[a] != {withheld} for a in ("reconcile", "lookup", "pandas")
+                    ):
+                        raise SystemExit(f"arms disagree: {counts} (withheld {withheld})")
+                    row = {"n": n, "db": dialect}
+                    for a in ARMS:
+                        row[f"{a}_s"] = median([x["seconds"] for x in results[a]])
+                        row[f"{a}_mb"] = max(x["maxrss_mb"] for x in results[a])
+                    table.append(row)
+                finally:
+                    ctx.__exit__(None, None, None)
+    print(
+        f"\n{'n':>8} {'db':<10} {'bare s':>8} {'reconcile s':>12} {'ratio':>6} {'lookup s':>9} {'pandas s':>9} {'reconcile MB':>13} {'pandas MB':>10}"
+    )
+    for row in table:
+        print(
+            f"{row['n']:>8} {row['db']:<10} {row['bare_s']:>8.2f} {row['reconcile_s']:>12.2f} {row['reconcile_s'] / row['bare_s']:>6.2f} "
+            f"{row['lookup_s']:>9.2f} {row['pandas_s']:>9.2f} {row['reconcile_mb']:>13.0f} {row['pandas_mb']:>10.0f}"
+        )
+    print(
+        "goals: ratio <= 1.3; reconcile peak RSS < 100 MB at 1M and <= 1.25x the 10k figure; faster than lookup and pandas at 1M"
+    )
+
+
+if __name__ == "__main__":
+    main()
