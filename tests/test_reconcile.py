@@ -853,3 +853,31 @@ def test_github_missing_deliveries_say_whose_fault_it_was(
             days=7
         )  # GHES retention
         assert r.detail == {"attempts": 1}
+
+
+def test_business_tables_in_another_database_read_only(scenario: Scenario, tmp_path: Any) -> None:
+    from reconciler.storage.engine import make_engine
+
+    url = f"sqlite:///{tmp_path / 'business.db'}"
+    writer = make_engine(url)
+    biz.create_all(writer)
+    with scenario.engine.connect() as src, writer.begin() as dst:
+        for table in (invoices, ledger):
+            rows = [dict(r._mapping) for r in src.execute(select(table))]
+            if rows:
+                dst.execute(insert(table), rows)
+    writer.dispose()
+    with scenario.engine.begin() as conn:  # the inbox database no longer has them
+        conn.execute(delete(ledger))
+        conn.execute(delete(invoices))
+    reader = make_engine(url, readonly=True)
+    try:
+        Reconciler(scenario.engine, scenario.settings, business_engine=reader).run("stripe")
+        with (
+            reader.connect() as conn,
+            pytest.raises(Exception, match=r"readonly|read-only|query_only"),
+        ):
+            conn.execute(delete(invoices))
+    finally:
+        reader.dispose()
+    assert scenario.found() == scenario.expected
