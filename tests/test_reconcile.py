@@ -881,3 +881,54 @@ def test_business_tables_in_another_database_read_only(scenario: Scenario, tmp_p
     finally:
         reader.dispose()
     assert scenario.found() == scenario.expected
+
+
+def test_a_run_that_cannot_build_its_connector_fails_and_frees_the_lease(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reconciler.errors import ConfigError
+    from reconciler.storage.models import RECON_LEASES
+
+    monkeypatch.delenv("T_SBX_KEY")
+    with pytest.raises(ConfigError, match="T_SBX_KEY"):
+        scenario.reconciler().run("stripe")
+    with scenario.engine.connect() as conn:
+        run = conn.execute(select(RECON_RUNS.c.status, RECON_RUNS.c.error)).one()
+        assert conn.execute(select(func.count()).select_from(RECON_LEASES)).scalar_one() == 0
+    assert str(run.status) == "failed" and "T_SBX_KEY" in run.error
+    monkeypatch.setenv("T_SBX_KEY", "sk_test_sandbox")
+    assert scenario.reconciler().run("stripe").status == "succeeded"  # not skipped
+
+
+def test_a_run_whose_process_died_is_marked_abandoned_once_its_lease_expires(
+    scenario: Scenario,
+) -> None:
+    from reconciler.storage.models import RECON_LEASES
+
+    now = datetime.now(UTC)
+    with scenario.engine.begin() as conn:  # what a killed process leaves behind
+        conn.execute(
+            insert(RECON_RUNS).values(
+                run_id="dead-run",
+                source="stripe",
+                trigger="schedule",
+                status="running",
+                started_at=now - timedelta(hours=3),
+                records_scanned=0,
+                counts={},
+            )
+        )
+        conn.execute(
+            insert(RECON_LEASES).values(
+                source="stripe",
+                owner="dead-host:1",
+                acquired_at=now - timedelta(hours=3),
+                expires_at=now - timedelta(hours=2),
+            )
+        )
+    assert scenario.reconciler().run("stripe").status == "succeeded"
+    with scenario.engine.connect() as conn:
+        dead = conn.execute(
+            select(RECON_RUNS.c.status, RECON_RUNS.c.error).where(RECON_RUNS.c.run_id == "dead-run")
+        ).one()
+    assert str(dead.status) == "failed" and dead.error.startswith("abandoned")

@@ -161,9 +161,24 @@ class Reconciler:
                         extra={"source": source.name},
                     )
                     return summary
+                # A run still "running" without the lease died with its process: say so in the history.
+                conn.execute(
+                    update(RECON_RUNS)
+                    .where(
+                        RECON_RUNS.c.source == source.name, RECON_RUNS.c.status == RunStatus.RUNNING
+                    )
+                    .values(
+                        status=RunStatus.FAILED,
+                        finished_at=now,
+                        error="abandoned: its process stopped before the run finished",
+                    )
+                )
                 self._insert_run(conn, summary, trigger, now, RunStatus.RUNNING)
-        connector = self.connector_factory(source)
+        connector: Connector | None = None
         try:
+            # Built inside the guard: a connector that cannot be built (a missing key) still ends the
+            # run as failed and frees the lease, instead of blocking the source until the lease expires.
+            connector = self.connector_factory(source)
             self._scan(
                 source,
                 connector,
@@ -182,7 +197,8 @@ class Reconciler:
             summary.error = str(exc)
             raise
         finally:
-            connector.close()
+            if connector is not None:
+                connector.close()
             if not dry_run:
                 with self.engine.begin() as conn:
                     self._finish_run(conn, summary, source.name)
