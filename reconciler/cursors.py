@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from reconciler.storage.dialect import insert_for
+from reconciler.storage.dialect import PrecompiledWrite, insert_for
 from reconciler.storage.models import CURSORS
 from reconciler.storage.types import utcnow
 
@@ -23,13 +23,9 @@ def load_cursor(conn: Connection, source: str) -> dict[str, Any] | None:
     return dict(position) if position is not None else None
 
 
-def save_cursor(
-    conn: Connection, source: str, position: Mapping[str, Any], run_id: str | None = None
-) -> None:
-    stmt = insert_for(conn, CURSORS).values(
-        source=source, position=dict(position), updated_at=utcnow(), run_id=run_id
-    )
-    stmt = stmt.on_conflict_do_update(
+def _cursor_upsert(conn: Connection) -> Any:
+    stmt = insert_for(conn, CURSORS)
+    return stmt.on_conflict_do_update(
         index_elements=["source"],
         set_={
             "position": stmt.excluded.position,
@@ -37,7 +33,16 @@ def save_cursor(
             "run_id": stmt.excluded.run_id,
         },
     )
-    conn.execute(stmt)
+
+
+_CURSOR_WRITE = PrecompiledWrite(_cursor_upsert)
+
+
+def save_cursor(
+    conn: Connection, source: str, position: Mapping[str, Any], run_id: str | None = None
+) -> None:
+    row = {"source": source, "position": dict(position), "updated_at": utcnow(), "run_id": run_id}
+    _CURSOR_WRITE.execute(conn, [row])
 
 
 def clear_cursor(conn: Connection, source: str) -> None:

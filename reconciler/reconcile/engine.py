@@ -34,7 +34,7 @@ from reconciler.reconcile import findings as F
 from reconciler.reconcile.business import BoundCheck, bind_checks, duplicated, rows_by_key
 from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
 from reconciler.reconcile.lease import acquire, release
-from reconciler.storage.dialect import insert_for
+from reconciler.storage.dialect import PrecompiledWrite, insert_for
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
@@ -104,6 +104,13 @@ def _object_of(record: Record) -> Mapping[str, Any]:
 def reconcilable_sources(settings: Settings) -> list[SourceSettings]:
     """Enabled sources whose provider API can be read (they name an API key or an App key)."""
     return [s for s in settings.sources if s.enabled and (s.api_key_env or s.private_key_env)]
+
+
+_SEEN_WRITE = PrecompiledWrite(
+    lambda conn: insert_for(conn, RECON_SEEN).on_conflict_do_nothing(
+        index_elements=["source", "event_id"]
+    )
+)
 
 
 class Reconciler:
@@ -298,12 +305,9 @@ class Reconciler:
 
     def _remember_seen(self, conn: Connection, source: str, records: Sequence[Record]) -> None:
         seen = {r.event_id: r.occurred_at for r in records if r.event_id}
-        if seen:
-            stmt = insert_for(conn, RECON_SEEN).on_conflict_do_nothing(
-                index_elements=["source", "event_id"]
-            )
-            rows = [{"source": source, "event_id": i, "occurred_at": t} for i, t in seen.items()]
-            conn.execute(stmt, rows)
+        _SEEN_WRITE.execute(
+            conn, [{"source": source, "event_id": i, "occurred_at": t} for i, t in seen.items()]
+        )
 
     def _page(
         self,

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, case, exists, func, literal, not_, or_, select, update
 
-from reconciler.storage.dialect import insert_for
+from reconciler.storage.dialect import PrecompiledWrite, insert_for
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
@@ -62,6 +62,34 @@ def _reopened() -> Any:
     )
 
 
+def _findings_upsert(conn: Connection) -> Any:
+    stmt = insert_for(conn, D)
+    return stmt.on_conflict_do_update(
+        index_elements=["source", "kind", "record_key", "field"],
+        set_={
+            "last_seen_at": stmt.excluded.last_seen_at,
+            "last_run_id": stmt.excluded.last_run_id,
+            "source_value": stmt.excluded.source_value,
+            "local_value": stmt.excluded.local_value,
+            "cause": stmt.excluded.cause,
+            "amount": stmt.excluded.amount,
+            "currency": stmt.excluded.currency,
+            "recover_by": stmt.excluded.recover_by,
+            "detail": stmt.excluded.detail,
+            "status": _reopened(),
+            "resolution": case(
+                (D.c.status == DiscrepancyStatus.RESOLVED, literal(None)), else_=D.c.resolution
+            ),
+            "resolved_at": case(
+                (D.c.status == DiscrepancyStatus.RESOLVED, literal(None)), else_=D.c.resolved_at
+            ),
+        },
+    )
+
+
+_FINDINGS_WRITE = PrecompiledWrite(_findings_upsert)
+
+
 def upsert(
     conn: Connection, source: str, run_id: str, now: datetime, findings: Sequence[Finding]
 ) -> None:
@@ -98,29 +126,7 @@ def upsert(
         }
         for f in findings
     ]
-    stmt = insert_for(conn, D)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["source", "kind", "record_key", "field"],
-        set_={
-            "last_seen_at": stmt.excluded.last_seen_at,
-            "last_run_id": stmt.excluded.last_run_id,
-            "source_value": stmt.excluded.source_value,
-            "local_value": stmt.excluded.local_value,
-            "cause": stmt.excluded.cause,
-            "amount": stmt.excluded.amount,
-            "currency": stmt.excluded.currency,
-            "recover_by": stmt.excluded.recover_by,
-            "detail": stmt.excluded.detail,
-            "status": _reopened(),
-            "resolution": case(
-                (D.c.status == DiscrepancyStatus.RESOLVED, literal(None)), else_=D.c.resolution
-            ),
-            "resolved_at": case(
-                (D.c.status == DiscrepancyStatus.RESOLVED, literal(None)), else_=D.c.resolved_at
-            ),
-        },
-    )
-    conn.execute(stmt, rows)
+    _FINDINGS_WRITE.execute(conn, rows)
 
 
 def _insert_from(

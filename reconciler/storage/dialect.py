@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -15,3 +16,53 @@ def insert_for(conn: Connection, table: Table) -> Any:
     if conn.dialect.name == "sqlite":
         return sqlite.insert(table)
     raise NotImplementedError(f"unsupported database dialect {conn.dialect.name!r}")
+
+
+class PrecompiledWrite:
+    """An ``INSERT ... ON CONFLICT`` compiled once per dialect and row shape, then run through the driver.
+
+    SQLAlchemy never caches the dialects' INSERT constructs (sqlalchemy/sqlalchemy#10445), so a hot write
+    recompiles on every call. This keeps SQLAlchemy's SQL and its bind processing (the same
+    ``TypeDecorator``/JSON/Enum conversions a normal execute applies) and skips only the recompilation.
+    Use it for statements without RETURNING whose structure never changes.
+    """
+
+    def __init__(self, build: Callable[[Connection], Any]) -> None:
+        self._build = build
+        self._cache: dict[
+            tuple[str, tuple[str, ...]],
+            tuple[str, tuple[str, ...] | None, dict[str, Any], dict[str, Any]],
+        ] = {}
+
+    def _compiled(
+        self, conn: Connection, keys: tuple[str, ...]
+    ) -> tuple[str, tuple[str, ...] | None, dict[str, Any], dict[str, Any]]:
+        cache_key = (conn.dialect.name, keys)
+        if cache_key not in self._cache:
+            compiled = self._build(conn).compile(dialect=conn.dialect, column_keys=list(keys))
+            positions = tuple(compiled.positiontup) if compiled.positiontup else None
+            processors = dict(compiled._bind_processors)
+            self._cache[cache_key] = (
+                compiled.string,
+                positions,
+                compiled.construct_params(_check=False),  # the statement's own literals
+                processors,
+            )
+        return self._cache[cache_key]
+
+    def execute(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        if not rows:
+            return
+        keys = tuple(rows[0])
+        sql, positions, defaults, processors = self._compiled(conn, keys)
+        out: list[Any] = []
+        for row in rows:
+            values = {**defaults, **row}
+            for name, proc in processors.items():
+                if name in values:
+                    values[name] = proc(values[name])
+            out.append(tuple(values[n] for n in positions) if positions is not None else values)
+        if len(out) == 1:
+            conn.exec_driver_sql(sql, out[0])
+        else:
+            conn.exec_driver_sql(sql, out)
