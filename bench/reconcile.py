@@ -70,6 +70,10 @@ def populate(db: str, sandbox: str) -> int:
             )
         with engine.begin() as conn:
             store_items(conn, items)
+    # A live database has planner statistics (autovacuum); a freshly bulk-loaded one does not, and
+    # PostgreSQL then plans the page lookup through the wrong index (measured: 2.2x slower at 50k).
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ANALYZE inbox_events")
     engine.dispose()
     return withheld
 

@@ -200,12 +200,25 @@ def _impact(loaded: Any, sources: list[str]) -> list[dict[str, Any]]:
 def _progress(enabled: bool) -> tuple[Any, dict[str, Any]]:
     if not enabled:
         return None, {}
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        Progress,
+        ProgressColumn,
+        SpinnerColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(f"{task.speed:,.0f} records/s" if task.speed else "")
 
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
-        TextColumn("{task.completed} records"),
+        TextColumn("{task.completed:,.0f} records"),
+        RateColumn(),
         TimeElapsedColumn(),
     )
     progress.start()
