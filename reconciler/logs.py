@@ -31,3 +31,6 @@ def configure_logging(level: str = "INFO") -> None:
     root.setLevel(level)
     # Migrations are reported by 'hookledger init' itself.
     logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))
+    # httpx logs every request at INFO: a reconcile of 100k events would print 1,000 lines.
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
