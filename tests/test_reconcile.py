@@ -932,3 +932,102 @@ def test_a_run_whose_process_died_is_marked_abandoned_once_its_lease_expires(
             select(RECON_RUNS.c.status, RECON_RUNS.c.error).where(RECON_RUNS.c.run_id == "dead-run")
         ).one()
     assert str(dead.status) == "failed" and dead.error.startswith("abandoned")
+
+
+orders = Table(
+    "t_orders",
+    biz,
+    Column("order_id", String(32), primary_key=True),
+    Column("financial_status", String(32)),
+)
+
+
+def test_shopify_state_reconciliation(
+    db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No delivery log: objects whose webhooks never arrived are missing by object; rows are compared
+    with the order's current state."""
+    from connectors.sandbox.sender import shopify_webhooks
+
+    monkeypatch.setenv("T_SBX_SHOP", "shpat_sandbox")
+    now = datetime.now(UTC).replace(microsecond=0)
+    world = build_world(
+        seed=12,
+        now=now - timedelta(minutes=15),
+        stripe_events=0,
+        github_deliveries=0,
+        shopify_orders=40,
+    )
+    server = start_server(Sandbox(world).app)
+    orders.drop(engine, checkfirst=True)
+    orders.create(engine)
+    try:
+        settings = parse_settings(
+            {
+                "database": {"url": db_url},
+                "sources": [
+                    {
+                        "name": "shop",
+                        "kind": "shopify",
+                        "base_url": server.url,
+                        "api_key_env": "T_SBX_SHOP",
+                        "signing_secret_env": "T_SHOPIFY_SECRET",
+                        "page_size": 15,
+                        "initial_lookback_hours": 48,
+                        "checks": [
+                            {
+                                "object_type": "order",
+                                "table": "t_orders",
+                                "key": "order_id",
+                                "fields": {"financial_status": "financial_status"},
+                            }
+                        ],
+                    }
+                ],
+            },
+            "<test>",
+        )
+        receiver = serve(create_app(settings, engine))
+        hooks = shopify_webhooks(world, "hush", seed=1)
+        order_of = {h.event_id: str(json.loads(h.body)["id"]) for h in hooks}
+        ordered, report = plan(hooks, DeliveryFaults(drop=0.2), seed=6)
+        with httpx.Client() as client:
+            send(client, f"{receiver.url}/webhooks/shop", ordered, report)
+
+        def apply_order(event: Event, conn: Connection) -> None:
+            order = event.payload
+            conn.execute(delete(orders).where(orders.c.order_id == str(order["id"])))
+            conn.execute(
+                insert(orders).values(
+                    order_id=str(order["id"]), financial_status=order["financial_status"]
+                )
+            )
+
+        reg = HandlerRegistry()
+        reg.register("shop", "*", apply_order)
+        Worker(engine, settings, reg).drain()
+        received = sorted(set(order_of.values()) - {order_of[w] for w in report.dropped})
+        changed, removed = received[0], received[1]
+        with engine.begin() as conn:
+            conn.execute(
+                update(orders).where(orders.c.order_id == changed).values(financial_status="voided")
+            )
+            conn.execute(delete(orders).where(orders.c.order_id == removed))
+        summary = Reconciler(engine, settings).run("shop")
+        with engine.connect() as conn:
+            found = {
+                (str(k), r, f)
+                for k, r, f in conn.execute(
+                    select(DISCREPANCIES.c.kind, DISCREPANCIES.c.record_key, DISCREPANCIES.c.field)
+                )
+            }
+    finally:
+        server.stop()
+        orders.drop(engine, checkfirst=True)
+    expected = {("missing", f"order:{order_of[w]}", "") for w in report.dropped}
+    expected |= {
+        ("diverged", f"t_orders:{changed}", "financial_status"),
+        ("unapplied", f"t_orders:{removed}", ""),
+    }
+    assert report.dropped and summary.records_scanned == 40
+    assert found == expected
