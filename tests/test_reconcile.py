@@ -1031,3 +1031,53 @@ def test_shopify_state_reconciliation(
     }
     assert report.dropped and summary.records_scanned == 40
     assert found == expected
+
+
+def test_cli_backfill_redeliver_asks_github_and_is_audited(
+    db_url: str,
+    engine: Engine,
+    tmp_path: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from reconciler.cli.main import main
+    from reconciler.storage.models import AUDIT_LOG
+
+    monkeypatch.setenv("T_SBX_GH", "ghp_sandbox")
+    world = build_world(
+        seed=3, stripe_events=0, github_deliveries=10, shopify_orders=0, github_failure_rate=1.0
+    )
+    server = start_server(Sandbox(world).app)
+    try:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text(
+            f'[database]\nurl = "{db_url}"\n[[sources]]\nname = "gh"\nkind = "github"\nbase_url = "{server.url}"\n'
+            'api_key_env = "T_SBX_GH"\nrepository = "octocat/Hello-World"\nhook_id = 1\n'
+        )
+        failed = world.github_attempts[-1]
+        assert (
+            main(
+                [
+                    "backfill",
+                    failed.guid,
+                    "--source",
+                    "gh",
+                    "--redeliver",
+                    "--reason",
+                    "endpoint was down",
+                    "--config",
+                    str(cfg),
+                ]
+            )
+            == 0
+        )
+        assert capsys.readouterr().out.strip().endswith("redelivery_requested")
+        redelivered = [a for a in world.github_attempts if a.guid == failed.guid and a.redelivery]
+        assert len(redelivered) == 1 and redelivered[0].status == "OK"
+    finally:
+        server.stop()
+    with engine.connect() as conn:
+        audit = conn.execute(
+            select(AUDIT_LOG.c.action, AUDIT_LOG.c.event_id, AUDIT_LOG.c.reason)
+        ).one()
+    assert tuple(audit) == ("redeliver", failed.guid, "endpoint was down")
