@@ -34,7 +34,7 @@ from reconciler.reconcile import findings as F
 from reconciler.reconcile.business import BoundCheck, bind_checks, duplicated, rows_by_key
 from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
 from reconciler.reconcile.lease import acquire, release
-from reconciler.storage.dialect import PrecompiledWrite, insert_for
+from reconciler.storage.dialect import PrecompiledMultiRowWrite, insert_for
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
@@ -106,7 +106,7 @@ def reconcilable_sources(settings: Settings) -> list[SourceSettings]:
     return [s for s in settings.sources if s.enabled and (s.api_key_env or s.private_key_env)]
 
 
-_SEEN_WRITE = PrecompiledWrite(
+_SEEN_WRITE = PrecompiledMultiRowWrite(
     lambda conn: insert_for(conn, RECON_SEEN).on_conflict_do_nothing(
         index_elements=["source", "event_id"]
     )

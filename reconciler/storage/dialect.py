@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Table, bindparam
 from sqlalchemy.dialects import postgresql, sqlite
 
 
@@ -66,3 +66,45 @@ class PrecompiledWrite:
             conn.exec_driver_sql(sql, out[0])
         else:
             conn.exec_driver_sql(sql, out)
+
+
+class PrecompiledMultiRowWrite(PrecompiledWrite):
+    """The same, sending a batch as ONE multi-row ``VALUES`` statement (psycopg's executemany runs one
+    statement per row). Compiled once per dialect, row shape and row count; every bind parameter carries
+    its column's type explicitly (left untyped, only the first row's values would get the column's bind
+    processing, e.g. timestamps stored in another text format on SQLite)."""
+
+    CHUNK = 500
+
+    def __init__(self, build: Callable[[Connection], Any]) -> None:
+        super().__init__(build)
+        self._multi: dict[
+            tuple[str, tuple[str, ...], int], tuple[str, tuple[str, ...] | None, dict[str, Any]]
+        ] = {}
+
+    def _compiled_rows(
+        self, conn: Connection, keys: tuple[str, ...], n: int
+    ) -> tuple[str, tuple[str, ...] | None, dict[str, Any]]:
+        cache_key = (conn.dialect.name, keys, n)
+        if cache_key not in self._multi:
+            stmt = self._build(conn)
+            table = stmt.table
+            rows = [
+                {k: bindparam(f"{k}__{i}", type_=table.c[k].type) for k in keys} for i in range(n)
+            ]
+            compiled = stmt.values(rows).compile(dialect=conn.dialect)
+            positions = tuple(compiled.positiontup) if compiled.positiontup else None
+            self._multi[cache_key] = (compiled.string, positions, dict(compiled._bind_processors))
+        return self._multi[cache_key]
+
+    def execute(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        for start in range(0, len(rows), self.CHUNK):
+            chunk = rows[start : start + self.CHUNK]
+            keys = tuple(chunk[0])
+            sql, positions, processors = self._compiled_rows(conn, keys, len(chunk))
+            values = {f"{k}__{i}": row[k] for i, row in enumerate(chunk) for k in keys}
+            for name, proc in processors.items():
+                values[name] = proc(values[name])
+            conn.exec_driver_sql(
+                sql, tuple(values[n] for n in positions) if positions is not None else values
+            )
