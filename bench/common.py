@@ -40,11 +40,14 @@ def pinned(cpu: int, argv: list[str]) -> list[str]:
 
 @contextmanager
 def process(
-    argv: list[str], health_url: str, env: dict[str, str] | None = None
+    argv: list[str],
+    health_url: str,
+    env: dict[str, str] | None = None,
+    start_timeout: float = 30.0,
 ) -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, cwd=ROOT)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + start_timeout
         while True:
             try:
                 httpx.get(health_url, timeout=1)

@@ -197,7 +197,10 @@ def main() -> None:
             0, [PYTHON, str(ROOT / "bench" / "sandbox_server.py"), str(port), str(n), "0", "0"]
         )
         url = f"http://127.0.0.1:{port}"
-        with process(argv, f"{url}/_sandbox/health"), tempfile.TemporaryDirectory() as tmp:
+        with (
+            process(argv, f"{url}/_sandbox/health", start_timeout=30 + n / 2000),
+            tempfile.TemporaryDirectory() as tmp,
+        ):
             dbs: dict[str, Any] = {"sqlite": sqlite_db(Path(tmp), "bench.db")}
             if not args.no_postgres:
                 dbs["postgresql"] = pg_schema()

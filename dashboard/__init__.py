@@ -1,1 +1,2 @@
-"""Streamlit operations dashboard (see issue #5). Pages only render; logic lives in ``reconciler``."""
+"""The operations dashboard (Streamlit). Pages only render; every query and action lives in
+``reconciler`` (``reconciler.ops`` and the action modules) and is shared with the CLI."""

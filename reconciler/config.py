@@ -116,6 +116,71 @@ class LoggingSettings(_Table):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
+DEFAULT_MASK_FIELDS = (
+    "email",
+    "receipt_email",
+    "customer_email",
+    "phone",
+    "address",
+    "billing_address",
+    "shipping_address",
+    "billing_details",
+    "shipping",
+)
+
+
+class DashboardAuthSettings(_Table):
+    """Optional OIDC sign-in through Streamlit's ``st.login`` (needs the ``auth`` extra: Authlib)."""
+
+    enabled: bool = False
+    operators: tuple[str, ...] = ()  # who may act (e-mail or subject); everyone else reads only
+    client_id: str | None = None
+    client_secret_env: str | None = None
+    cookie_secret_env: str | None = None
+    server_metadata_url: str | None = None
+    redirect_uri: str | None = None  # default: http://<host>:<port>/oauth2callback
+
+    @field_validator("operators", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _complete(self) -> DashboardAuthSettings:
+        if self.enabled:
+            for key in (
+                "client_id",
+                "client_secret_env",
+                "cookie_secret_env",
+                "server_metadata_url",
+            ):
+                if not getattr(self, key):
+                    raise ValueError(f"'{key}' is required when sign-in is enabled")
+        return self
+
+    def secret(self, key: str, environ: Mapping[str, str] | None = None) -> str:
+        env = os.environ if environ is None else environ
+        var = getattr(self, key)
+        value = env.get(var or "")
+        if not value:
+            raise ConfigError(f"[dashboard.auth] {key}: environment variable {var} is not set")
+        return value
+
+
+class DashboardSettings(_Table):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8501, ge=1, le=65535)
+    operator: str | None = None  # recorded in audit_log when sign-in is off (default: the OS user)
+    cache_ttl_seconds: int = Field(default=15, ge=0, le=3600)
+    mask_fields: tuple[str, ...] = DEFAULT_MASK_FIELDS  # payload keys shown as <masked>
+    auth: DashboardAuthSettings = DashboardAuthSettings()
+
+    @field_validator("mask_fields", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
 class CheckSettings(_Table):
     """A business mapping: which local table holds the effect of a source object (``[[sources.checks]]``)."""
 
@@ -269,6 +334,7 @@ class Settings(_Table):
     reconcile: ReconcileSettings = ReconcileSettings()
     business: BusinessSettings = BusinessSettings()
     logging: LoggingSettings = LoggingSettings()
+    dashboard: DashboardSettings = DashboardSettings()
     sources: tuple[SourceSettings, ...] = ()
 
     @field_validator("sources", mode="before")

@@ -14,7 +14,7 @@ from typing import Any
 
 from reconciler import __version__
 from reconciler.audit import default_actor
-from reconciler.cli import reconcile_cmds
+from reconciler.cli import dashboard_cmd, reconcile_cmds
 from reconciler.cli.common import load, open_engine
 from reconciler.errors import HookledgerError
 from reconciler.logs import configure_logging
@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sandbox)
 
     reconcile_cmds.register(sub, parent)
+    dashboard_cmd.register(sub, parent)
 
     events = sub.add_parser("events", parents=[parent], help="inspect inbox events")
     esub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")

@@ -250,6 +250,7 @@ class Worker:
             _RECORD_ATTEMPT,
             {
                 "inbox_event_id": event.id,
+                "source": event.source,
                 "attempt": event.attempt,
                 "worker": self.worker_id[:128],
                 "started_at": started,

@@ -1,0 +1,31 @@
+"""Entry script: routes to the pages (``st.navigation``); it renders nothing itself.
+
+Started by ``hookledger dashboard``, which passes the configuration in ``$HOOKLEDGER_CONFIG``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the project: make both importable.
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import streamlit as st  # noqa: E402
+
+from dashboard import context  # noqa: E402
+
+st.set_page_config(page_title="hookledger", page_icon=":ledger:", layout="wide")
+
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/monitoring:", default=True),
+    st.Page("pages/discrepancies.py", title="Discrepancies", icon=":material/rule:"),
+    st.Page("pages/events.py", title="Events", icon=":material/search:"),
+    st.Page("pages/dead_letters.py", title="Dead letters", icon=":material/report:"),
+    st.Page("pages/runs.py", title="Runs", icon=":material/history:"),
+]
+page = st.navigation(PAGES)
+context.actor_caption()
+page.run()

@@ -1,0 +1,146 @@
+"""What every page shares: the settings, the cached engine, the user's identity, cached reads and
+guarded actions. No SQL here: reads and actions are ``reconciler`` functions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import streamlit as st
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from reconciler.audit import default_actor
+from reconciler.config import Settings, load_config
+from reconciler.errors import HookledgerError
+from reconciler.ops.identity import Identity, require_operator, resolve_identity
+from reconciler.storage.engine import make_engine
+from reconciler.storage.migrate import current_revision, head_revision
+
+T = TypeVar("T")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _settings(path: str | None) -> Settings:
+    return load_config(path).settings
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _engine(url: str) -> Engine:
+    # The engine (a pool) is cached; sessions and connections never are.
+    return make_engine(url)
+
+
+def settings() -> Settings:
+    return _settings(os.environ.get("HOOKLEDGER_CONFIG"))
+
+
+def engine() -> Engine:
+    return _engine(settings().database.url)
+
+
+def db_key() -> str:
+    """Part of every cache key, so two databases never share cached reads."""
+    return settings().database.url
+
+
+def source_names() -> list[str]:
+    return [s.name for s in settings().sources]
+
+
+def identity() -> Identity:
+    cfg = settings().dashboard
+    user: dict[str, Any] | None = None
+    if cfg.auth.enabled and st.user.is_logged_in:
+        user = st.user.to_dict()
+    return resolve_identity(cfg, user, default_actor())
+
+
+def now() -> datetime:
+    """Now, rounded down to 10 s so cached reads are shared by reruns within the TTL."""
+    t = datetime.now(UTC)
+    return t.replace(second=t.second - t.second % 10, microsecond=0)
+
+
+@contextmanager
+def connect() -> Iterator[Connection]:
+    with engine().connect() as conn:
+        yield conn
+
+
+def read(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a read model function on a fresh connection (callers cache with ``cached``)."""
+    with connect() as conn:
+        return fn(conn, *args, **kwargs)
+
+
+def ttl() -> int:
+    return settings().dashboard.cache_ttl_seconds
+
+
+def schema_problem() -> str | None:
+    """A sentence for the page when the database cannot be used, else None."""
+    try:
+        current = current_revision(engine())
+        head = head_revision(engine())
+    except SQLAlchemyError as exc:
+        orig = getattr(exc, "orig", None)
+        reason = str(orig or exc).splitlines()[0]
+        return f"Cannot reach the database ({engine().url!r}): {reason}"
+    if current is None:
+        return "The database is empty: run `hookledger init` (or `hookledger demo`) first."
+    if current != head:
+        return f"The database schema is at revision {current}, not {head}: run `hookledger init`."
+    return None
+
+
+def guard() -> bool:
+    """Render a clear message instead of the page when the database cannot be used."""
+    problem = schema_problem()
+    if problem:
+        st.error(problem)
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    ok: bool
+    message: str
+
+
+def act(fn: Callable[[str], str]) -> ActionResult:
+    """Run an operator action (a ``reconciler.ops.actions`` function given the actor), or refuse it.
+
+    The identity is checked here, on the server, whatever the page showed."""
+    try:
+        actor = require_operator(identity())
+        message = fn(actor)
+    except HookledgerError as exc:
+        return ActionResult(False, str(exc))
+    except SQLAlchemyError as exc:
+        return ActionResult(False, f"the database refused the action: {exc}")
+    st.cache_data.clear()  # every page shows the new state at once
+    return ActionResult(True, message)
+
+
+def show_result(result: ActionResult) -> None:
+    (st.success if result.ok else st.error)(result.message)
+
+
+def actor_caption() -> None:
+    who = identity()
+    if who.auth_enabled and not who.signed_in:
+        st.sidebar.caption("Read-only: sign in to act.")
+        if st.sidebar.button("Sign in"):
+            st.login()
+    elif not who.can_act:
+        st.sidebar.caption(f"Signed in as {who.name} (read-only)")
+    else:
+        st.sidebar.caption(f"Acting as **{who.name}**")
+    if who.signed_in and st.sidebar.button("Sign out"):
+        st.logout()

@@ -1,0 +1,81 @@
+"""Cached reads for the pages: thin wrappers over ``reconciler.ops`` with a TTL and a bounded cache.
+
+The database URL is part of every key; actions clear the cache (``context.act``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import streamlit as st
+
+from dashboard import context
+from reconciler.inbox.actions import EventDetail, event_detail
+from reconciler.ops import dead_letters, discrepancies, events, overview, runs
+from reconciler.ops.timerange import TimeRange
+from reconciler.reconcile.export import DiscrepancyFilter, count, money_impact
+
+TTL = context.ttl()
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def load_overview(
+    db: str, start: datetime, end: datetime, width: int, now: datetime, sources: tuple[str, ...]
+) -> overview.Overview:
+    return context.read(overview.load_overview, TimeRange(start, end), width, now, sources)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def list_discrepancies(
+    db: str, flt: DiscrepancyFilter, sort: str, descending: bool, limit: int
+) -> tuple[list[dict[str, Any]], int]:
+    with context.connect() as conn:
+        rows = discrepancies.list_discrepancies(
+            conn, flt, sort=sort, descending=descending, limit=limit
+        )
+        return rows, count(conn, flt)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def impact(db: str, sources: tuple[str, ...]) -> list[dict[str, Any]]:
+    return context.read(money_impact, sources)
+
+
+def discrepancy(discrepancy_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    with context.connect() as conn:
+        row = discrepancies.discrepancy(conn, discrepancy_id)
+        related = discrepancies.related_fields(conn, row["source"], row["record_key"])
+        return row, related
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def search_events(db: str, query: str, sources: tuple[str, ...]) -> list[dict[str, Any]]:
+    return context.read(events.search_events, query, sources)
+
+
+def event(source: str, event_id: str) -> EventDetail:
+    return context.read(event_detail, source=source, event_id=event_id)
+
+
+@st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
+def dead_groups(db: str, sources: tuple[str, ...]) -> list[dead_letters.DeadGroup]:
+    return context.read(dead_letters.dead_groups, sources)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def dead_events(
+    db: str, source: str, event_type: str | None, last_error: str | None
+) -> list[dict[str, Any]]:
+    return context.read(
+        dead_letters.dead_events, source=source, event_type=event_type, last_error=last_error
+    )
+
+
+@st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
+def recent_runs(db: str, sources: tuple[str, ...]) -> list[dict[str, Any]]:
+    return context.read(runs.recent_runs, sources)
+
+
+@st.cache_data(ttl=TTL, max_entries=4, show_spinner=False)
+def cursors(db: str) -> list[dict[str, Any]]:
+    return context.read(runs.cursor_positions)

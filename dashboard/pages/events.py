@@ -1,0 +1,83 @@
+"""Events: find an event by any of its ids and see everything that happened to it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import context, data
+from reconciler.errors import NotFoundError
+from reconciler.ops import actions
+from reconciler.ops.events import timeline
+from reconciler.ops.masking import Masker
+
+st.title("Events")
+if not context.guard():
+    st.stop()
+
+query = st.text_input(
+    "Event id, object id, delivery id or correlation id", key="e_query", placeholder="evt_..."
+)
+if not query.strip():
+    st.caption("Exact match on any of the four ids.")
+    st.stop()
+found = data.search_events(context.db_key(), query.strip(), tuple(context.source_names()))
+if not found:
+    st.info(f"No event in the inbox matches '{query.strip()}'.")
+    st.stop()
+st.dataframe(found, hide_index=True, key="e_results")
+keys = [(r["source"], r["event_id"]) for r in found]
+picked = st.selectbox(
+    "Event", keys, format_func=lambda k: f"{k[0]} · {k[1]}", key="e_pick", index=0
+)
+source, event_id = picked
+try:
+    detail = data.event(source, event_id)
+except NotFoundError as exc:
+    st.error(str(exc))
+    st.stop()
+
+ev = detail.event
+st.subheader(f"{ev['event_type'] or 'event'} {event_id}")
+c = st.columns(5)
+c[0].metric("Status", str(ev["status"]))
+c[1].metric("Origin", str(ev["origin"]))
+c[2].metric("Attempts", ev["attempts"])
+c[3].metric("Deliveries", len(detail.deliveries))
+c[4].metric("Audit entries", len(detail.audit))
+if ev["last_error"]:
+    st.error(f"Last error ({ev['error_class']}): {ev['last_error']}")
+
+st.markdown("**Timeline**")
+st.dataframe(
+    [
+        {"at": t.at, "what": t.kind, "summary": t.summary, "detail": t.detail}
+        for t in timeline(detail)
+    ],
+    hide_index=True,
+    key="e_timeline",
+)
+
+masker = Masker(context.settings().dashboard.mask_fields)
+st.markdown("**Payload** (secrets and configured PII fields masked)")
+st.code(masker.mask_body(ev["body"]), language="json")
+with st.expander("Stored headers"):
+    st.json(masker.mask(ev["headers"] or {}))
+
+who = context.identity()
+if who.can_act:
+    with st.form("e_replay"):
+        reason = st.text_input("Reason (required)", key="e_reason")
+        confirm = st.checkbox(f"Yes, replay {event_id} with the same event id", key="e_confirm")
+        submitted = st.form_submit_button("Replay")
+    if submitted:
+        if not confirm:
+            st.warning("Tick the confirmation first.")
+        else:
+            engine = context.engine()
+            context.show_result(
+                context.act(
+                    lambda a: actions.replay(engine, source, event_id, actor=a, reason=reason)
+                )
+            )
+else:
+    st.caption("Read-only view: replay needs an operator sign-in.")

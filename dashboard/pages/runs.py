@@ -1,0 +1,87 @@
+"""Runs: reconciliation history, cursor positions, the next scheduled run, "Reconcile now"."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import context, data
+from reconciler.errors import HookledgerError
+from reconciler.ops import actions
+from reconciler.ops.identity import require_operator
+from reconciler.ops.runs import next_scheduled_run
+from reconciler.reconcile.engine import reconcilable_sources
+
+st.title("Runs")
+if not context.guard():
+    st.stop()
+
+settings = context.settings()
+try:
+    nxt = next_scheduled_run(settings, context.now())
+    st.caption(
+        f"Next scheduled reconciliation: {nxt:%Y-%m-%d %H:%M %Z} (cron '{settings.reconcile.schedule}'"
+        f", when `hookledger schedule` runs)"
+    )
+except HookledgerError as exc:
+    st.warning(str(exc))
+
+runs = data.recent_runs(context.db_key(), tuple(context.source_names()))
+if runs:
+    st.dataframe(
+        [
+            {
+                "started_at": r["started_at"],
+                "source": r["source"],
+                "trigger": r["trigger"],
+                "status": str(r["status"]),
+                "duration_s": r["duration_seconds"],
+                "window_start": r["window_start"],
+                "window_end": r["window_end"],
+                "scanned": r["records_scanned"],
+                **{f"n_{k}": v for k, v in sorted((r["counts"] or {}).items())},
+                "error": r["error"],
+                "run_id": r["run_id"],
+            }
+            for r in runs
+        ],
+        hide_index=True,
+        key="r_runs",
+    )
+else:
+    st.info("No reconciliation has run yet.")
+
+st.subheader("Cursors")
+cursors = data.cursors(context.db_key())
+if cursors:
+    st.dataframe(cursors, hide_index=True, key="r_cursors")
+else:
+    st.caption("No source has a stored cursor yet.")
+
+st.subheader("Reconcile now")
+sources = [s.name for s in reconcilable_sources(settings)]
+who = context.identity()
+if not sources:
+    st.info("No source can be reconciled: give one an API key (api_key_env) in the configuration.")
+elif not who.can_act:
+    st.info("Read-only view: reconciling needs an operator sign-in.")
+else:
+    for name in sources:
+        if st.button(f"Reconcile {name} now", key=f"r_now_{name}"):
+            bar = st.progress(0.0, text=f"{name}: starting")
+
+            def hook(source: str, n: int, bar: st.delta_generator.DeltaGenerator = bar) -> None:
+                # the total is unknown until the source says it has no more pages
+                bar.progress(min(0.95, n / (n + 2000)), text=f"{source}: {n:,} records scanned")
+
+            engine = context.engine()
+            try:
+                actor = require_operator(context.identity())
+                summary = actions.reconcile_now(engine, settings, name, actor=actor, progress=hook)
+            except HookledgerError as exc:
+                bar.empty()
+                st.error(f"{name}: {exc}")
+            else:
+                bar.progress(1.0, text=f"{name}: {summary.records_scanned:,} records scanned")
+                st.cache_data.clear()
+                found = ", ".join(f"{k} {v}" for k, v in sorted(summary.found.items())) or "none"
+                st.success(f"{name}: {summary.status}; found: {found}; resolved {summary.resolved}")

@@ -1,0 +1,109 @@
+"""Operator actions as the dashboard calls them: each one transaction, each audited with the actor.
+
+The CLI's commands call the same underlying functions (``inbox.actions.replay_event``,
+``reconcile.actions``); these wrappers add what a button needs: a required reason, building and
+closing the connector, and a one-line message for the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import Engine
+
+from connectors.factory import build_connector
+from reconciler.audit import record_audit
+from reconciler.config import Settings
+from reconciler.errors import ActionRefusedError, ConfigError
+from reconciler.inbox.actions import replay_event
+from reconciler.ops.dead_letters import replay_many
+from reconciler.reconcile import actions as recon_actions
+from reconciler.reconcile.engine import Reconciler, RunSummary
+from reconciler.storage.engine import make_engine
+from reconciler.storage.models import DiscrepancyStatus
+
+
+def _reason(reason: str | None) -> str:
+    if not reason or not reason.strip():
+        raise ActionRefusedError("a reason is required")
+    return reason.strip()
+
+
+def replay(engine: Engine, source: str, event_id: str, *, actor: str, reason: str) -> str:
+    why = _reason(reason)
+    with engine.begin() as conn:
+        result = replay_event(conn, source=source, event_id=event_id, actor=actor, reason=why)
+    return f"{source} {event_id}: {result.previous_status} → pending (replay, same event id)"
+
+
+def replay_selection(
+    engine: Engine, keys: Sequence[tuple[str, str]], *, actor: str, reason: str
+) -> str:
+    why = _reason(reason)
+    if not keys:
+        raise ActionRefusedError("nothing selected")
+    with engine.begin() as conn:
+        n = replay_many(conn, keys, actor=actor, reason=why)
+    return f"{n} events put back to pending"
+
+
+def set_discrepancy_status(
+    engine: Engine, discrepancy_id: int, status: DiscrepancyStatus, *, actor: str, reason: str
+) -> str:
+    why = _reason(reason)
+    with engine.begin() as conn:
+        recon_actions.set_status(conn, discrepancy_id, status, actor=actor, reason=why)
+    return f"discrepancy {discrepancy_id} marked {status.value}"
+
+
+def backfill_event(
+    engine: Engine,
+    settings: Settings,
+    source_name: str,
+    event_id: str,
+    *,
+    actor: str,
+    reason: str,
+    redeliver: bool = False,
+) -> str:
+    why = _reason(reason)
+    source = settings.source(source_name)
+    if source is None:
+        raise ConfigError(f"no source named '{source_name}' in the configuration")
+    connector = build_connector(source)
+    try:
+        result = recon_actions.backfill(
+            engine, source, connector, event_id, actor=actor, reason=why, redeliver=redeliver
+        )
+    finally:
+        connector.close()
+    return f"{result.source} {result.event_id}: {result.outcome}"
+
+
+def reconcile_now(
+    engine: Engine,
+    settings: Settings,
+    source_name: str,
+    *,
+    actor: str,
+    progress: Callable[[str, int], None] | None = None,
+) -> RunSummary:
+    """One reconciliation of one source (trigger ``dashboard``), audited with who asked for it."""
+    business = make_engine(settings.business.url, readonly=True) if settings.business.url else None
+    try:
+        summary = Reconciler(engine, settings, business_engine=business).run(
+            source_name, trigger="dashboard", progress=progress
+        )
+    finally:
+        if business is not None:
+            business.dispose()
+    with engine.begin() as conn:
+        record_audit(
+            conn,
+            actor=actor,
+            action="reconcile",
+            source=source_name,
+            target=f"run:{summary.run_id}",
+            detail={"status": summary.status, "scanned": summary.records_scanned},
+        )
+    return summary

@@ -1,0 +1,79 @@
+"""Dead-lettered events grouped for triage, and replaying a selection of them in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from reconciler.inbox.actions import replay_event
+from reconciler.ops.overview import _utc
+from reconciler.ops.sql import pin_index
+from reconciler.storage.models import INBOX_EVENTS, EventStatus
+
+E = INBOX_EVENTS
+
+
+@dataclass(frozen=True)
+class DeadGroup:
+    source: str
+    event_type: str | None
+    last_error: str | None
+    count: int
+    newest: datetime | None
+
+
+def dead_groups(conn: Connection, sources: Sequence[str] = (), limit: int = 200) -> list[DeadGroup]:
+    """Dead events per source, type and last error, biggest group first."""
+    n = func.count().label("n")
+    stmt = (
+        select(E.c.source, E.c.event_type, E.c.last_error, n, func.max(E.c.received_at))
+        .where(E.c.status == EventStatus.DEAD)
+        .group_by(E.c.source, E.c.event_type, E.c.last_error)
+        .order_by(n.desc(), E.c.source, E.c.event_type)
+        .limit(limit)
+    )
+    if sources:
+        stmt = stmt.where(E.c.source.in_(sources))
+    stmt = pin_index(stmt, E, "ix_inbox_events_status_next_attempt_at", conn.dialect)
+    return [
+        DeadGroup(str(s), t, err, int(c), _utc(newest))
+        for s, t, err, c, newest in conn.execute(stmt)
+    ]
+
+
+def dead_events(
+    conn: Connection,
+    *,
+    source: str,
+    event_type: str | None,
+    last_error: str | None,
+    limit: int = 500,
+) -> list[dict[str, Any]]:
+    """The dead events of one group, newest first."""
+    stmt = (
+        select(
+            E.c.source, E.c.event_id, E.c.event_type, E.c.object_id, E.c.attempts, E.c.received_at
+        )
+        .where(
+            E.c.status == EventStatus.DEAD,
+            E.c.source == source,
+            E.c.event_type.is_(None) if event_type is None else E.c.event_type == event_type,
+            E.c.last_error.is_(None) if last_error is None else E.c.last_error == last_error,
+        )
+        .order_by(E.c.received_at.desc())
+        .limit(limit)
+    )
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def replay_many(
+    conn: Connection, keys: Sequence[tuple[str, str]], *, actor: str, reason: str
+) -> int:
+    """Replay each ``(source, event_id)`` in the caller's transaction: all of them or none."""
+    for source, event_id in keys:
+        replay_event(conn, source=source, event_id=event_id, actor=actor, reason=reason)
+    return len(keys)

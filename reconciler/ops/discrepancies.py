@@ -1,0 +1,117 @@
+"""Discrepancy list and detail for the dashboard (the filter and CSV are ``reconcile.export``'s)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from reconciler.errors import NotFoundError
+from reconciler.reconcile.export import DiscrepancyFilter
+from reconciler.storage.models import DISCREPANCIES
+
+D = DISCREPANCIES
+SORTABLE = {
+    "last_seen_at": D.c.last_seen_at,
+    "first_seen_at": D.c.first_seen_at,
+    "source": D.c.source,
+    "kind": D.c.kind,
+    "amount": D.c.amount,
+    "recover_by": D.c.recover_by,
+    "id": D.c.id,
+}
+LIST_COLUMNS = (
+    D.c.id,
+    D.c.source,
+    D.c.kind,
+    D.c.status,
+    D.c.event_id,
+    D.c.event_type,
+    D.c.object_type,
+    D.c.object_id,
+    D.c.field,
+    D.c.source_value,
+    D.c.local_value,
+    D.c.amount,
+    D.c.currency,
+    D.c.cause,
+    D.c.recover_by,
+    D.c.first_seen_at,
+    D.c.last_seen_at,
+)
+
+
+def list_discrepancies(
+    conn: Connection,
+    flt: DiscrepancyFilter,
+    *,
+    sort: str = "last_seen_at",
+    descending: bool = True,
+    limit: int = 500,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """One page of matching discrepancies, sorted in SQL (the table shows at most ``limit``)."""
+    try:
+        col = SORTABLE[sort]
+    except KeyError:
+        raise ValueError(f"cannot sort by '{sort}': one of {', '.join(SORTABLE)}") from None
+    order = col.desc() if descending else col.asc()
+    tie = D.c.id.desc() if descending else D.c.id.asc()
+    stmt = (
+        select(*LIST_COLUMNS)
+        .where(*flt.where())
+        .order_by(order, tie)
+        .limit(max(1, min(limit, 5000)))
+        .offset(max(0, offset))
+    )
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def discrepancy(conn: Connection, discrepancy_id: int) -> dict[str, Any]:
+    row = conn.execute(select(D).where(D.c.id == discrepancy_id)).first()
+    if row is None:
+        raise NotFoundError(f"no discrepancy {discrepancy_id}")
+    return dict(row._mapping)
+
+
+@dataclass(frozen=True)
+class ValueDiff:
+    path: str
+    source: Any
+    local: Any
+
+
+def _parse(value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def value_diff(source_value: str | None, local_value: str | None) -> list[ValueDiff]:
+    """Where two stored values differ, path by path (JSON objects are compared key by key)."""
+    out: list[ValueDiff] = []
+
+    def walk(path: str, a: Any, b: Any) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b), key=str):
+                walk(f"{path}.{key}" if path else str(key), a.get(key), b.get(key))
+        elif a != b:
+            out.append(ValueDiff(path or "(value)", a, b))
+
+    walk("", _parse(source_value), _parse(local_value))
+    return out
+
+
+def related_fields(conn: Connection, source: str, record_key: str) -> list[dict[str, Any]]:
+    """Every diverged field of one object (the object's diff: source value beside local value)."""
+    stmt = (
+        select(D.c.id, D.c.field, D.c.source_value, D.c.local_value, D.c.status)
+        .where(D.c.source == source, D.c.record_key == record_key)
+        .order_by(D.c.field)
+    )
+    return [dict(r._mapping) for r in conn.execute(stmt)]

@@ -1,0 +1,49 @@
+"""Masking of secrets and configured PII in payloads shown to people (pure)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+MASK = "<masked>"
+# Keys whose values are credentials wherever they appear in a payload (case-insensitive, substring
+# match on the normalised name: "client_secret", "webhookSecret", "access_token" ...).
+SECRET_KEY_PARTS = ("secret", "password", "passwd", "token", "api_key", "apikey", "authorization")
+_NORMALISE = re.compile(r"[^a-z0-9]")
+
+
+def _norm(key: str) -> str:
+    return _NORMALISE.sub("", key.lower())
+
+
+class Masker:
+    """Replaces the values of secret keys and of the configured PII keys, at any depth."""
+
+    def __init__(self, pii_fields: Iterable[str] = ()) -> None:
+        self._pii = frozenset(_norm(f) for f in pii_fields)
+        self._secret_parts = tuple(_norm(p) for p in SECRET_KEY_PARTS)
+
+    def hides(self, key: str) -> bool:
+        k = _norm(key)
+        return k in self._pii or any(part in k for part in self._secret_parts)
+
+    def mask(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: (MASK if value[k] is not None and self.hides(str(k)) else self.mask(value[k]))
+                for k in value
+            }
+        if isinstance(value, list):
+            return [self.mask(v) for v in value]
+        return value
+
+    def mask_body(self, body: bytes) -> str:
+        """A stored body pretty-printed with masks; a body that is not JSON is not shown at all
+        (it cannot be masked field by field)."""
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return f"<{len(body)} bytes, not JSON: not shown>"
+        return json.dumps(self.mask(data), indent=2, sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,323 @@
+"""The queries behind the dashboard's Overview page: time-bucketed counts aggregated in SQL.
+
+Each query reads one index range (see ``docs/benchmarks.md`` for the plans and timings at 1M events
+and 3M deliveries): deliveries and processing attempts through their ``(time, source, outcome)``
+covering indexes, the live queue through ``(status, next_attempt_at)``, snapshots through
+``(source, at)``, discrepancies through ``(status, source, kind)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from reconciler.ops.sql import bucket_expr, pin_index
+from reconciler.ops.timerange import TimeRange
+from reconciler.storage.models import (
+    DELIVERIES,
+    DISCREPANCIES,
+    INBOX_EVENTS,
+    PROCESSING_ATTEMPTS,
+    QUEUE_SNAPSHOTS,
+    RECON_RUNS,
+    DiscrepancyStatus,
+    EventStatus,
+)
+
+QUEUE_STATUSES = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED, EventStatus.DEAD)
+UNPROCESSED = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED)
+
+
+@dataclass(frozen=True)
+class BucketCount:
+    bucket: int  # bucket index: Unix seconds // width
+    source: str
+    key: str  # delivery outcome or processing outcome
+    n: int
+
+
+@dataclass(frozen=True)
+class QueueNow:
+    source: str
+    by_status: dict[str, int]
+    oldest_unprocessed_at: datetime | None
+
+    @property
+    def pending(self) -> int:
+        return sum(self.by_status.get(s.value, 0) for s in UNPROCESSED)
+
+    @property
+    def dead(self) -> int:
+        return self.by_status.get(EventStatus.DEAD.value, 0)
+
+    def oldest_age_seconds(self, now: datetime) -> float | None:
+        if self.oldest_unprocessed_at is None:
+            return None
+        return max(0.0, (now - self.oldest_unprocessed_at).total_seconds())
+
+
+@dataclass(frozen=True)
+class SnapshotPoint:
+    bucket: int
+    source: str
+    unprocessed: int  # the bucket's maximum
+    oldest_age_seconds: float  # the bucket's maximum
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    run_id: str
+    source: str
+    started_at: datetime
+    status: str
+    counts: dict[str, int]
+
+
+def _utc(value: Any) -> datetime | None:
+    """MIN()/MAX() on SQLite lose the column type and return the stored text."""
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
+    assert isinstance(parsed, datetime)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _bucketed(
+    conn: Connection,
+    table: Any,
+    time_col: Any,
+    key_col: Any,
+    index: str,
+    rng: TimeRange,
+    width: int,
+    sources: Sequence[str],
+) -> list[BucketCount]:
+    bucket = bucket_expr(time_col, width, conn.dialect).label("bucket")
+    stmt = (
+        select(bucket, table.c.source, key_col, func.count())
+        .where(time_col >= rng.start, time_col < rng.end)
+        .group_by(bucket, table.c.source, key_col)
+        .order_by(bucket)
+    )
+    if sources:
+        stmt = stmt.where(table.c.source.in_(sources))
+    stmt = pin_index(stmt, table, index, conn.dialect)
+    return [BucketCount(int(b), str(s), str(k), int(n)) for b, s, k, n in conn.execute(stmt)]
+
+
+def delivery_counts(
+    conn: Connection, rng: TimeRange, width: int, sources: Sequence[str] = ()
+) -> list[BucketCount]:
+    """Deliveries per bucket, source and outcome (accepted / duplicate / rejected)."""
+    d = DELIVERIES
+    return _bucketed(
+        conn,
+        d,
+        d.c.received_at,
+        d.c.outcome,
+        "ix_deliveries_received_at_source_outcome",
+        rng,
+        width,
+        sources,
+    )
+
+
+def attempt_counts(
+    conn: Connection, rng: TimeRange, width: int, sources: Sequence[str] = ()
+) -> list[BucketCount]:
+    """Processing attempts per bucket, source and outcome (processed / failed / dead / ignored)."""
+    a = PROCESSING_ATTEMPTS
+    return _bucketed(
+        conn,
+        a,
+        a.c.finished_at,
+        a.c.outcome,
+        "ix_processing_attempts_finished_at_source_outcome",
+        rng,
+        width,
+        sources,
+    )
+
+
+def queue_now(conn: Connection, sources: Sequence[str] = ()) -> list[QueueNow]:
+    """Per source: events waiting by status, dead letters, and the oldest unprocessed receipt time."""
+    e = INBOX_EVENTS
+    stmt = (
+        select(e.c.source, e.c.status, func.count(), func.min(e.c.received_at))
+        .where(e.c.status.in_(QUEUE_STATUSES))
+        .group_by(e.c.source, e.c.status)
+    )
+    if sources:
+        stmt = stmt.where(e.c.source.in_(sources))
+    stmt = pin_index(stmt, e, "ix_inbox_events_status_next_attempt_at", conn.dialect)
+    per: dict[str, tuple[dict[str, int], datetime | None]] = {}
+    for source, status, n, oldest in conn.execute(stmt):
+        counts, first = per.setdefault(str(source), ({}, None))
+        counts[str(status)] = int(n)
+        at = _utc(oldest)
+        if EventStatus(status) in UNPROCESSED and at is not None and (first is None or at < first):
+            first = at
+        per[str(source)] = (counts, first)
+    return [QueueNow(s, c, o) for s, (c, o) in sorted(per.items())]
+
+
+def snapshot_series(
+    conn: Connection, rng: TimeRange, width: int, sources: Sequence[str]
+) -> list[SnapshotPoint]:
+    """Queue depth and oldest-unprocessed age over time (the scheduler's snapshots), per bucket."""
+    q = QUEUE_SNAPSHOTS
+    if not sources:
+        return []
+    bucket = bucket_expr(q.c.at, width, conn.dialect).label("bucket")
+    stmt = (
+        select(bucket, q.c.source, func.max(q.c.unprocessed), func.max(q.c.oldest_age_seconds))
+        .where(q.c.source.in_(sources), q.c.at >= rng.start, q.c.at < rng.end)
+        .group_by(bucket, q.c.source)
+        .order_by(bucket)
+    )
+    stmt = pin_index(stmt, q, "ix_queue_snapshots_source_at", conn.dialect)
+    return [
+        SnapshotPoint(int(b), str(s), int(n or 0), float(age or 0.0))
+        for b, s, n, age in conn.execute(stmt)
+    ]
+
+
+def open_discrepancies(conn: Connection, sources: Sequence[str] = ()) -> dict[str, dict[str, int]]:
+    """Open discrepancies per source and kind."""
+    d = DISCREPANCIES
+    stmt = (
+        select(d.c.source, d.c.kind, func.count())
+        .where(d.c.status == DiscrepancyStatus.OPEN)
+        .group_by(d.c.source, d.c.kind)
+    )
+    if sources:
+        stmt = stmt.where(d.c.source.in_(sources))
+    stmt = pin_index(stmt, d, "ix_discrepancies_status_source_kind", conn.dialect)
+    out: dict[str, dict[str, int]] = {}
+    for source, kind, n in conn.execute(stmt):
+        out.setdefault(str(source), {})[str(kind)] = int(n)
+    return out
+
+
+def run_points(
+    conn: Connection, rng: TimeRange, sources: Sequence[str], limit: int = 500
+) -> list[RunPoint]:
+    """Finished reconciliation runs in the range with their counts by kind (newest ``limit``)."""
+    r = RECON_RUNS
+    if not sources:
+        return []
+    stmt = (
+        select(r.c.run_id, r.c.source, r.c.started_at, r.c.status, r.c.counts)
+        .where(r.c.source.in_(sources), r.c.started_at >= rng.start, r.c.started_at < rng.end)
+        .order_by(r.c.started_at.desc())
+        .limit(limit)
+    )
+    rows = [
+        RunPoint(
+            str(run_id),
+            str(source),
+            started,
+            str(status),
+            {str(k): int(v) for k, v in (counts or {}).items() if isinstance(v, int)},
+        )
+        for run_id, source, started, status, counts in conn.execute(stmt)
+    ]
+    return rows[::-1]
+
+
+@dataclass(frozen=True)
+class Overview:
+    range: TimeRange
+    width: int
+    now: datetime
+    sources: tuple[str, ...]
+    deliveries: list[BucketCount]
+    attempts: list[BucketCount]
+    queue: list[QueueNow]
+    snapshots: list[SnapshotPoint]
+    discrepancies: dict[str, dict[str, int]]
+    runs: list[RunPoint]
+
+
+def load_overview(
+    conn: Connection, rng: TimeRange, width: int, now: datetime, sources: Sequence[str]
+) -> Overview:
+    """Everything Overview shows, for the given sources (all configured sources by default)."""
+    srcs = tuple(sources)
+    return Overview(
+        range=rng,
+        width=width,
+        now=now,
+        sources=srcs,
+        deliveries=delivery_counts(conn, rng, width, srcs),
+        attempts=attempt_counts(conn, rng, width, srcs),
+        queue=queue_now(conn, srcs),
+        snapshots=snapshot_series(conn, rng, width, srcs),
+        discrepancies=open_discrepancies(conn, srcs),
+        runs=run_points(conn, rng, srcs),
+    )
+
+
+@dataclass
+class SourceKpis:
+    source: str
+    accepted: int = 0
+    duplicate: int = 0
+    rejected: int = 0
+    processed: int = 0
+    failed: int = 0
+    dead: int = 0  # attempts that dead-lettered an event in the range
+    pending_now: int = 0
+    dead_now: int = 0
+    oldest_age_seconds: float | None = None
+    stuck: bool = False
+    open_discrepancies: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def has_data(self) -> bool:
+        return bool(
+            self.accepted
+            or self.duplicate
+            or self.rejected
+            or self.processed
+            or self.failed
+            or self.dead
+            or self.pending_now
+            or self.dead_now
+            or self.open_discrepancies
+        )
+
+
+def kpis(ov: Overview, stuck_after_seconds: float) -> list[SourceKpis]:
+    """Per-source KPI totals (pure: sums of the bucketed counts and the live queue)."""
+    names = list(ov.sources)
+    for extra in sorted(
+        {c.source for c in ov.deliveries}
+        | {c.source for c in ov.attempts}
+        | {q.source for q in ov.queue}
+        | set(ov.discrepancies)
+    ):
+        if extra not in names:
+            names.append(extra)
+    out = {name: SourceKpis(name) for name in names}
+    for c in ov.deliveries:
+        k = out[c.source]
+        if c.key in ("accepted", "duplicate", "rejected"):
+            setattr(k, c.key, getattr(k, c.key) + c.n)
+    for c in ov.attempts:
+        k = out[c.source]
+        if c.key in ("processed", "failed", "dead"):
+            setattr(k, c.key, getattr(k, c.key) + c.n)
+    for q in ov.queue:
+        k = out[q.source]
+        k.pending_now = q.pending
+        k.dead_now = q.dead
+        k.oldest_age_seconds = q.oldest_age_seconds(ov.now)
+        k.stuck = k.oldest_age_seconds is not None and k.oldest_age_seconds > stuck_after_seconds
+    for source, by_kind in ov.discrepancies.items():
+        out[source].open_discrepancies = dict(sorted(by_kind.items()))
+    return list(out.values())
