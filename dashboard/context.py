@@ -55,8 +55,9 @@ def source_names() -> list[str]:
 def identity() -> Identity:
     cfg = settings().dashboard
     user: dict[str, Any] | None = None
-    if cfg.auth.enabled and st.user.is_logged_in:
-        user = st.user.to_dict()
+    if cfg.auth.enabled:
+        info = st.user.to_dict()  # empty when nobody signed in (or sign-in is not configured)
+        user = info if info.get("is_logged_in") else None
     return resolve_identity(cfg, user, default_actor())
 
 

@@ -35,6 +35,7 @@ mask_fields = ["email", "card_last4"]
 name = "stripe"
 kind = "stripe"
 signing_secret_env = "T_STRIPE_SECRET"
+{stripe_extra}
 
 [[sources]]
 name = "github"
@@ -58,9 +59,15 @@ server_metadata_url = "http://127.0.0.1:9/.well-known/openid-configuration"
 """
 
 
-def write_config(folder: Path, url: str, *, operator: str = "tester", auth: bool = False) -> Path:
+def write_config(
+    folder: Path, url: str, *, operator: str = "tester", auth: bool = False, stripe_extra: str = ""
+) -> Path:
     path = folder / "config.toml"
-    path.write_text(CONFIG.format(url=url, operator=operator, auth=AUTH if auth else ""))
+    path.write_text(
+        CONFIG.format(
+            url=url, operator=operator, auth=AUTH if auth else "", stripe_extra=stripe_extra
+        )
+    )
     return path
 
 

@@ -48,13 +48,11 @@ if ev["last_error"]:
     st.error(f"Last error ({ev['error_class']}): {ev['last_error']}")
 
 st.markdown("**Timeline**")
-st.dataframe(
+st.table(
     [
         {"at": t.at, "what": t.kind, "summary": t.summary, "detail": t.detail}
         for t in timeline(detail)
-    ],
-    hide_index=True,
-    key="e_timeline",
+    ]
 )
 
 masker = Masker(context.settings().dashboard.mask_fields)

@@ -1,0 +1,286 @@
+"""Every dashboard page through Streamlit's AppTest on a seeded SQLite database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+from streamlit.testing.v1 import AppTest
+
+from reconciler.storage.engine import make_engine
+from reconciler.storage.migrate import upgrade
+from reconciler.storage.models import AUDIT_LOG, DISCREPANCIES, INBOX_EVENTS, RECON_RUNS
+from tests.dashboard_data import Expected, seed, write_config
+
+APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+KPI_LABELS = (
+    "Accepted",
+    "Duplicate",
+    "Rejected",
+    "Processed",
+    "Failed attempts",
+    "Dead-lettered",
+    "Pending now",
+    "Oldest unprocessed",
+)
+
+
+class Dash:
+    def __init__(self, engine: Engine, expected: Expected) -> None:
+        self.engine = engine
+        self.expected = expected
+
+    def app(self, page: str | None = None) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        if page:
+            at.switch_page(f"pages/{page}.py")
+            at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+
+def _configure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, auth: bool = False
+) -> tuple[Engine, Expected]:
+    url = f"sqlite:///{tmp_path / 'dash.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    expected = seed(engine)
+    monkeypatch.setenv("HOOKLEDGER_CONFIG", str(write_config(tmp_path, url, auth=auth)))
+    return engine, expected
+
+
+@pytest.fixture
+def dash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Dash]:
+    engine, expected = _configure(tmp_path, monkeypatch)
+    yield Dash(engine, expected)
+    engine.dispose()
+
+
+@pytest.fixture
+def viewer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Dash]:
+    engine, expected = _configure(tmp_path, monkeypatch, auth=True)
+    yield Dash(engine, expected)
+    engine.dispose()
+
+
+def _button(at: AppTest, label: str) -> Any:
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button '{label}' in {[b.label for b in at.button]}"
+    return matches[0]
+
+
+def _audit(engine: Engine) -> list[tuple[Any, ...]]:
+    with engine.connect() as conn:
+        return [
+            tuple(r)
+            for r in conn.execute(
+                select(AUDIT_LOG.c.actor, AUDIT_LOG.c.action, AUDIT_LOG.c.reason).order_by(
+                    AUDIT_LOG.c.id
+                )
+            )
+        ]
+
+
+def test_overview_kpis_match_independent_counts(dash: Dash) -> None:
+    at = dash.app()
+    assert [s.value for s in at.subheader] == ["stripe", "github", "shopify"]
+    values = [m.value for m in at.metric]
+    labels = [m.label for m in at.metric]
+    assert labels == list(KPI_LABELS) * 2  # shopify has no data: a message instead of KPIs
+    exp = dash.expected
+    for i, source in enumerate(("stripe", "github")):
+        got = dict(zip(KPI_LABELS, values[8 * i : 8 * i + 8], strict=True))
+        assert got["Accepted"] == f"{exp.accepted[source]:,}"
+        assert got["Duplicate"] == f"{exp.duplicate[source]:,}"
+        assert got["Rejected"] == f"{exp.rejected[source]:,}"
+        assert got["Processed"] == f"{exp.processed[source]:,}"
+        assert got["Failed attempts"] == f"{exp.failed[source]:,}"
+        assert got["Dead-lettered"] == f"{exp.dead_attempts[source]:,}"
+        assert got["Pending now"] == f"{exp.pending_now[source]:,}"
+    assert any("past stuck_after_seconds" in m.value for m in at.markdown)
+    assert any("**diverged** 1, **missing** 1" in m.value for m in at.markdown)
+    assert any("No deliveries, events or discrepancies for 'shopify'" in i.value for i in at.info)
+    charts = at.get("plotly_chart")
+    assert len(charts) == 5  # deliveries, processing, depth, age, runs
+
+
+def test_overview_range_and_source_filters(dash: Dash) -> None:
+    at = dash.app()
+    at.selectbox(key="ov_range").set_value("Last 7 days").run()
+    github = dict(zip(KPI_LABELS, [m.value for m in at.metric][8:16], strict=True))
+    assert github["Accepted"] == "3"
+    at.multiselect(key="ov_sources").set_value(["github"]).run()
+    assert [s.value for s in at.subheader] == ["github"]
+
+
+def test_discrepancy_filters_narrow_the_table(dash: Dash) -> None:
+    at = dash.app("discrepancies")
+    assert len(at.dataframe[-1].value) == 2  # open by default
+    at.selectbox(key="d_status").set_value("all").run()
+    assert len(at.dataframe[-1].value) == 3
+    at.multiselect(key="d_kinds").set_value(["diverged"]).run()
+    table = at.dataframe[-1].value
+    assert list(table["object_id"]) == ["in_2"]
+    at.multiselect(key="d_sources").set_value(["github"]).run()
+    assert any("No discrepancy matches" in i.value for i in at.info)
+    assert at.get("download_button")
+
+
+def test_discrepancy_detail_and_ignore_writes_the_audit_row(dash: Dash) -> None:
+    at = dash.app("discrepancies")
+    at.multiselect(key="d_kinds").set_value(["diverged"]).run()
+    did = int(at.dataframe[-1].value["id"].iloc[0])
+    at.selectbox(key="d_pick").set_value(did).run()
+    codes = [c.value for c in at.code]
+    assert '"paid"' in codes and '"open"' in codes  # source beside local
+    at.radio(key="d_action_kind").set_value("ignore")
+    at.text_input(key="d_reason").input("known: billing migrates this invoice tonight")
+    _button(at, "Apply").click().run()
+    assert not at.success  # not confirmed: nothing happens
+    assert _audit(dash.engine) == []
+    at.checkbox(key="d_confirm").check()
+    _button(at, "Apply").click().run()
+    assert [s.value for s in at.success] == [f"discrepancy {did} marked ignored"]
+    assert _audit(dash.engine) == [
+        ("tester", "discrepancy.ignored", "known: billing migrates this invoice tonight")
+    ]
+    with dash.engine.connect() as conn:
+        statuses = {str(s) for (s,) in conn.execute(select(DISCREPANCIES.c.status))}
+    assert "ignored" in statuses
+
+
+def test_events_page_shows_the_timeline_masks_the_payload_and_replays(dash: Dash) -> None:
+    at = dash.app("events")
+    at.text_input(key="e_query").input("in_5").run()  # an object id
+    assert [m.value for m in at.metric][:3] == ["dead", "webhook", "3"]
+    timeline = at.table[0].value
+    assert list(timeline["what"]).count("attempt") == 3
+    payload = at.code[0].value
+    assert "<masked>" in payload and "pi_secret_123" not in payload
+    at.text_input(key="e_reason").input("plan 'gold' added")
+    at.checkbox(key="e_confirm").check()
+    _button(at, "Replay").click().run()
+    assert at.success and "dead → pending" in at.success[0].value
+    assert _audit(dash.engine) == [("tester", "replay", "plan 'gold' added")]
+    at.run()  # the cache was cleared: the timeline shows the audit entry
+    assert "replay by tester: plan 'gold' added" in list(at.table[0].value["summary"])
+
+
+def test_dead_letters_replay_a_selection(dash: Dash) -> None:
+    at = dash.app("dead_letters")
+    groups = at.dataframe[0].value
+    assert list(groups["count"]) == [1] and list(groups["source"]) == ["stripe"]
+    at.text_input(key="dl_reason").input("fixed the plan table")
+    at.checkbox(key="dl_confirm").check()
+    _button(at, "Replay").click().run()
+    assert at.success[0].value == "1 events put back to pending"
+    with dash.engine.connect() as conn:
+        status = conn.execute(
+            select(INBOX_EVENTS.c.status).where(INBOX_EVENTS.c.event_id == "evt_dead")
+        ).scalar_one()
+    assert str(status) == "pending"
+    at.run()
+    assert at.success[0].value == "No dead-lettered events."
+
+
+def test_runs_page_lists_history_and_schedule(dash: Dash) -> None:
+    at = dash.app("runs")
+    assert list(at.dataframe[0].value["run_id"]) == ["run-1"]
+    assert any("Next scheduled reconciliation" in c.value for c in at.caption)
+    assert any("No source can be reconciled" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("page", ["discrepancies", "events", "dead_letters"])
+def test_a_viewer_cannot_act(viewer: Dash, page: str) -> None:
+    at = viewer.app(page)
+    if page == "discrepancies":
+        at.selectbox(key="d_pick").set_value(at.dataframe[-1].value["id"].iloc[0]).run()
+    if page == "events":
+        at.text_input(key="e_query").input("evt_dead").run()
+    labels = {b.label for b in at.button}
+    assert not labels & {"Apply", "Replay"}
+    assert any("Read-only" in (x.value or "") for x in [*at.info, *at.caption])
+
+
+def test_reconcile_now_runs_with_a_progress_bar_and_is_audited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from connectors.sandbox.app import Sandbox
+    from connectors.sandbox.world import build_world
+    from tests.conftest import start_server
+
+    monkeypatch.setenv("T_SBX_KEY", "sk_test_sandbox")
+    world = build_world(
+        seed=3,
+        now=datetime.now(UTC) - timedelta(hours=1),
+        stripe_events=40,
+        github_deliveries=0,
+        shopify_orders=0,
+    )
+    server = start_server(Sandbox(world).app)
+    url = f"sqlite:///{tmp_path / 'dash.db'}"
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+        extra = f'base_url = "{server.url}"\napi_key_env = "T_SBX_KEY"\npage_size = 10\n'
+        monkeypatch.setenv(
+            "HOOKLEDGER_CONFIG", str(write_config(tmp_path, url, stripe_extra=extra))
+        )
+        at = Dash(engine, seed(engine)).app("runs")
+        _button(at, "Reconcile stripe now").click().run()
+        assert not at.exception
+        # the sandbox's 40 events are not in the inbox; the 5 seeded stripe events are not at the
+        # source; one seeded event is stuck and one dead
+        assert at.success[0].value == (
+            "stripe: succeeded; found: dead 1, missing 40, orphaned 5, stuck 1; resolved 0"
+        )
+        assert at.get("progress")
+        with engine.connect() as conn:
+            runs = conn.execute(
+                select(RECON_RUNS.c.trigger, RECON_RUNS.c.records_scanned).where(
+                    RECON_RUNS.c.trigger == "dashboard"
+                )
+            ).all()
+        assert [tuple(r) for r in runs] == [("dashboard", 40)]
+        assert _audit(engine) == [("tester", "reconcile", None)]
+    finally:
+        server.stop()
+        engine.dispose()
+
+
+def test_a_viewer_is_offered_sign_in(viewer: Dash) -> None:
+    at = viewer.app()
+    assert [b.label for b in at.sidebar.button] == ["Sign in"]
+    assert at.sidebar.caption[0].value == "Read-only: sign in to act."
+
+
+def test_empty_and_unreachable_databases_show_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv(
+        "HOOKLEDGER_CONFIG", str(write_config(empty, f"sqlite:///{empty / 'new.db'}"))
+    )
+    for page in (None, "discrepancies", "events", "dead_letters", "runs"):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        if page:
+            at.switch_page(f"pages/{page}.py")
+            at.run()
+        assert not at.exception
+        assert "The database is empty" in at.error[0].value
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    url = "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2"
+    monkeypatch.setenv("HOOKLEDGER_CONFIG", str(write_config(gone, url)))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert at.error[0].value.startswith("Cannot reach the database")

@@ -1,0 +1,174 @@
+"""End to end: a real ``hookledger dashboard`` process driven by headless Chromium (Debian's
+/usr/bin/chromium through Playwright; never ``playwright install``). Screenshots go to
+``$HOOKLEDGER_ARTIFACTS`` (default ``var/test-artifacts``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from reconciler.storage.engine import make_engine
+from reconciler.storage.migrate import upgrade
+from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS
+from tests.dashboard_data import seed, write_config
+
+CHROMIUM = os.environ.get("HOOKLEDGER_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("HOOKLEDGER_ARTIFACTS", "var/test-artifacts")).resolve()
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+playwright_api = pytest.importorskip("playwright.sync_api")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    url = f"sqlite:///{tmp_path / 'e2e.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    seed(engine)
+    engine.dispose()
+    config = write_config(tmp_path, url)
+    port = _free_port()
+    env = {
+        **os.environ,
+        "T_STRIPE_SECRET": "whsec_x",
+        "T_GITHUB_SECRET": "x",
+        "T_SHOPIFY_SECRET": "x",
+    }
+    exe = shutil.which("hookledger", path=str(Path(sys.executable).parent)) or "hookledger"
+    proc = subprocess.Popen(
+        [exe, "dashboard", "--config", str(config), "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise RuntimeError(f"hookledger dashboard did not start:\n{err}")
+        time.sleep(0.2)
+    try:
+        yield base, url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def _shot(page: object, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def _select(page: object, label: str, option: str) -> None:
+    """Pick an option of a Streamlit selectbox / multiselect by its label."""
+    box = page.get_by_label(label, exact=False)  # type: ignore[attr-defined]
+    box.click()
+    page.get_by_role("option", name=option, exact=False).first.click()  # type: ignore[attr-defined]
+
+
+def test_overview_discrepancy_replay_audit_and_csv(dashboard: tuple[str, str]) -> None:
+    base, db_url = dashboard
+    expect = playwright_api.expect
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
+        page.set_default_timeout(30_000)
+        try:
+            # Overview: KPIs and the five charts render
+            page.goto(base)
+            expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+            expect(page.locator(".js-plotly-plot")).to_have_count(5)
+            expect(page.get_by_text("past stuck_after_seconds")).to_be_visible()
+            _shot(page, "overview")
+
+            # Discrepancies: filter to diverged, inspect, replay its event with a reason
+            page.get_by_role("link", name="Discrepancies").click()
+            expect(page.get_by_role("heading", name="Discrepancies")).to_be_visible()
+            expect(page.get_by_text("2 matching discrepancies")).to_be_visible()
+            _select(page, "Kind", "diverged")
+            page.keyboard.press("Escape")
+            expect(page.get_by_text("1 matching discrepancies")).to_be_visible()
+
+            with page.expect_download() as dl:
+                page.get_by_role("button", name="Download CSV").click()
+            rows = list(csv.reader(io.StringIO(Path(dl.value.path()).read_text("utf-8"))))
+            assert rows[0][:4] == ["discrepancy_id", "source", "kind", "status"]
+            assert [(r[1], r[2], r[7]) for r in rows[1:]] == [("stripe", "diverged", "in_2")]
+
+            _select(page, "Inspect", "diverged")
+            expect(page.get_by_text("Source says")).to_be_visible()
+            page.get_by_label("Reason (required").fill("customer asked for a re-sync")
+            page.get_by_text("Yes, replay discrepancy").click()
+            page.get_by_role("button", name="Apply").click()
+            expect(page.get_by_text("processed → pending")).to_be_visible()
+            _shot(page, "discrepancy-replayed")
+
+            # Events: the replay is in the event's timeline, with who and why
+            page.get_by_role("link", name="Events").click()
+            search = page.get_by_label("Event id, object id, delivery id or correlation id")
+            search.fill("evt_2")
+            search.press("Enter")
+            expect(
+                page.get_by_text("replay by tester: customer asked for a re-sync")
+            ).to_be_visible()
+            status_metric = page.get_by_test_id("stMetric").filter(has_text="Status")
+            expect(status_metric).to_contain_text("pending")
+            _shot(page, "event-timeline")
+        finally:
+            browser.close()
+
+    engine = make_engine(db_url)
+    with engine.connect() as conn:
+        status = conn.execute(
+            select(INBOX_EVENTS.c.status).where(INBOX_EVENTS.c.event_id == "evt_2")
+        ).scalar_one()
+        audit = conn.execute(
+            select(AUDIT_LOG.c.actor, AUDIT_LOG.c.action, AUDIT_LOG.c.reason)
+        ).all()
+    engine.dispose()
+    assert str(status) == "pending"
+    assert [tuple(a) for a in audit] == [("tester", "replay", "customer asked for a re-sync")]

@@ -1,0 +1,126 @@
+"""Pure parts of the dashboard: time ranges and buckets, masking, identity and permissions."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from reconciler.config import DashboardSettings, parse_settings
+from reconciler.errors import ActionRefusedError
+from reconciler.ops.identity import require_operator, resolve_identity
+from reconciler.ops.masking import MASK, Masker
+from reconciler.ops.timerange import (
+    TimeRange,
+    bucket_index,
+    bucket_indexes,
+    bucket_start,
+    choose_bucket,
+    preset,
+)
+
+NOW = datetime(2026, 11, 30, 12, 34, 56, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "name,width,count",
+    [
+        ("Last hour", 60, 61),
+        ("Last 24 hours", 900, 97),
+        ("Last 7 days", 3600, 169),
+        ("Last 30 days", 6 * 3600, 121),
+    ],
+)
+def test_presets_choose_a_bucket_that_draws_at_most_200_bars(
+    name: str, width: int, count: int
+) -> None:
+    rng = preset(name, NOW)
+    assert rng.end == NOW
+    assert choose_bucket(rng) == width
+    assert len(list(bucket_indexes(rng, width))) == count
+
+
+def test_buckets_are_aligned_to_the_epoch_and_cover_the_range() -> None:
+    rng = TimeRange(NOW - timedelta(hours=2), NOW)
+    idx = list(bucket_indexes(rng, 3600))
+    assert bucket_start(idx[0], 3600) <= rng.start < bucket_start(idx[0] + 1, 3600)
+    assert bucket_start(idx[-1], 3600) < rng.end
+    assert bucket_start(bucket_index(NOW, 900), 900) == datetime(2026, 11, 30, 12, 30, tzinfo=UTC)
+
+
+def test_bad_ranges_are_refused_with_a_reason() -> None:
+    with pytest.raises(ValueError, match="before it starts"):
+        TimeRange(NOW, NOW - timedelta(seconds=1))
+    with pytest.raises(ValueError, match="timezone-aware"):
+        TimeRange(datetime(2026, 1, 1), datetime(2026, 1, 2))
+    with pytest.raises(ValueError, match="unknown range"):
+        preset("Last fortnight", NOW)
+
+
+def test_masking_hides_secrets_everywhere_and_configured_pii() -> None:
+    masker = Masker(["email", "billing_details"])
+    body = {
+        "id": "evt_1",
+        "data": {
+            "object": {
+                "customer_email": "keep@example.com",  # not configured: shown
+                "email": "jane@example.com",
+                "client_secret": "pi_123_secret_456",
+                "billing_details": {"name": "Jane", "address": {"line1": "1 Main St"}},
+                "items": [{"apiKey": "sk_live_x", "Access-Token": "t"}, {"amount": 5}],
+                "token": None,
+            }
+        },
+    }
+    shown = json.loads(masker.mask_body(json.dumps(body).encode()))
+    obj = shown["data"]["object"]
+    assert obj["customer_email"] == "keep@example.com"
+    assert obj["email"] == MASK and obj["client_secret"] == MASK
+    assert obj["billing_details"] == MASK
+    assert obj["items"] == [{"apiKey": MASK, "Access-Token": MASK}, {"amount": 5}]
+    assert obj["token"] is None and shown["id"] == "evt_1"
+    assert "jane@" not in masker.mask_body(json.dumps(body).encode())
+    assert masker.mask_body(b"\x00not json").startswith("<9 bytes, not JSON")
+
+
+def _dashboard(**auth: object) -> DashboardSettings:
+    data: dict[str, object] = {"dashboard": {"operator": "night-shift"}}
+    if auth:
+        data["dashboard"] = {
+            "auth": {
+                "enabled": True,
+                "client_id": "c",
+                "client_secret_env": "X",
+                "cookie_secret_env": "Y",
+                "server_metadata_url": "https://idp.example/.well-known/openid-configuration",
+                **auth,
+            }
+        }
+    return parse_settings(data, "<test>").dashboard
+
+
+def test_without_sign_in_the_configured_operator_acts() -> None:
+    who = resolve_identity(_dashboard(), None, "os-user")
+    assert (who.name, who.can_act) == ("night-shift", True)
+    assert require_operator(who) == "night-shift"
+
+
+def test_with_sign_in_only_listed_operators_act() -> None:
+    cfg = _dashboard(operators=["Ops@Example.com"])
+    anonymous = resolve_identity(cfg, None, "os-user")
+    viewer = resolve_identity(cfg, {"is_logged_in": True, "email": "dev@example.com"}, "x")
+    operator = resolve_identity(cfg, {"is_logged_in": True, "email": "ops@example.com"}, "x")
+    assert not anonymous.can_act and not viewer.can_act and operator.can_act
+    with pytest.raises(ActionRefusedError, match=r"dev@example\.com may not act"):
+        require_operator(viewer)
+    with pytest.raises(ActionRefusedError, match="anonymous"):
+        require_operator(anonymous)
+    assert require_operator(operator) == "ops@example.com"
+
+
+def test_sign_in_settings_must_be_complete() -> None:
+    from reconciler.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="client_id"):
+        parse_settings({"dashboard": {"auth": {"enabled": True}}}, "config.toml")
