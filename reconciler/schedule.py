@@ -21,6 +21,7 @@ from sqlalchemy import Engine, insert
 from reconciler.config import Settings
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.inbox.metrics import oldest_unprocessed
+from reconciler.ops.rollup import record_snapshot_hourly, roll_up
 from reconciler.reconcile.engine import Reconciler, RunSummary, reconcilable_sources
 from reconciler.storage.models import QUEUE_SNAPSHOTS
 from reconciler.storage.types import utcnow
@@ -47,6 +48,9 @@ def snapshot(engine: Engine, settings: Settings) -> int:
     if rows:
         with engine.begin() as conn:
             conn.execute(insert(QUEUE_SNAPSHOTS), rows)
+            record_snapshot_hourly(conn, rows)
+    # the dashboard's hourly counts follow the snapshots (incremental: a closed hour at a time)
+    roll_up(engine, now)
     return len(rows)
 
 

@@ -35,6 +35,9 @@ LAUNCH_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
+REQUIRED = os.environ.get("HOOKLEDGER_E2E_REQUIRED") == "1"  # set by .ci/run: never skip there
+if REQUIRED and not Path(CHROMIUM).exists():
+    raise RuntimeError(f"HOOKLEDGER_E2E_REQUIRED=1 but there is no Chromium at {CHROMIUM}")
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [
     pytest.mark.slow,

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from reconciler.cli.main import build_parser
-from reconciler.config import CheckSettings, Settings
+from reconciler.config import CheckSettings, DashboardAuthSettings, Settings
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
@@ -30,6 +30,9 @@ def test_every_setting_is_in_the_configuration_reference() -> None:
         for key in model.model_fields:
             if (table, key) not in documented:
                 missing.append(f"[{table}] {key}")
+    for key in DashboardAuthSettings.model_fields:
+        if ("dashboard.auth", key) not in documented:
+            missing.append(f"[dashboard.auth] {key}")
     for key in CheckSettings.model_fields:
         if ("sources.checks", key) not in documented:
             missing.append(f"[[sources.checks]] {key}")

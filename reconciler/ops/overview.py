@@ -3,7 +3,7 @@
 Each query reads one index range (see ``docs/benchmarks.md`` for the plans and timings at 1M events
 and 3M deliveries): deliveries and processing attempts through their ``(time, source, outcome)``
 covering indexes, the live queue through ``(status, next_attempt_at)``, snapshots through
-``(source, at)``, discrepancies through ``(status, source, kind)``.
+``(source, at, values)``, discrepancies through ``(status, source, kind)``.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
+from reconciler.ops import rollup
 from reconciler.ops.sql import bucket_expr, pin_index
 from reconciler.ops.timerange import TimeRange
 from reconciler.storage.models import (
-    DELIVERIES,
     DISCREPANCIES,
+    HOURLY_COUNTS,
     INBOX_EVENTS,
-    PROCESSING_ATTEMPTS,
     QUEUE_SNAPSHOTS,
+    QUEUE_SNAPSHOTS_HOURLY,
     RECON_RUNS,
     DiscrepancyStatus,
     EventStatus,
@@ -86,43 +87,73 @@ def _utc(value: Any) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def _bucketed(
+def _raw_counts(
     conn: Connection,
     table: Any,
     time_col: Any,
     key_col: Any,
     index: str,
-    rng: TimeRange,
+    start: datetime,
+    end: datetime,
     width: int,
     sources: Sequence[str],
-) -> list[BucketCount]:
+) -> list[tuple[int, str, str, int]]:
     bucket = bucket_expr(time_col, width, conn.dialect).label("bucket")
     stmt = (
         select(bucket, table.c.source, key_col, func.count())
-        .where(time_col >= rng.start, time_col < rng.end)
+        .where(time_col >= start, time_col < end)
         .group_by(bucket, table.c.source, key_col)
-        .order_by(bucket)
     )
     if sources:
         stmt = stmt.where(table.c.source.in_(sources))
     stmt = pin_index(stmt, table, index, conn.dialect)
-    return [BucketCount(int(b), str(s), str(k), int(n)) for b, s, k, n in conn.execute(stmt)]
+    return [(int(b), str(s), str(k), int(n)) for b, s, k, n in conn.execute(stmt)]
+
+
+def _rolled_counts(
+    conn: Connection, kind: str, start: datetime, end: datetime, width: int, sources: Sequence[str]
+) -> list[tuple[int, str, str, int]]:
+    h = HOURLY_COUNTS
+    bucket = bucket_expr(h.c.hour, width, conn.dialect).label("bucket")
+    stmt = (
+        select(bucket, h.c.source, h.c.outcome, func.sum(h.c.n))
+        .where(h.c.kind == kind, h.c.hour >= start, h.c.hour < end)
+        .group_by(bucket, h.c.source, h.c.outcome)
+    )
+    if sources:
+        stmt = stmt.where(h.c.source.in_(sources))
+    return [(int(b), str(s), str(k), int(n)) for b, s, k, n in conn.execute(stmt)]
+
+
+def _bucketed(
+    conn: Connection,
+    kind: str,
+    index: str,
+    rng: TimeRange,
+    width: int,
+    sources: Sequence[str],
+) -> list[BucketCount]:
+    """Counts per bucket: whole rolled-up hours from ``hourly_counts``, the rest from raw rows."""
+    table, time_col, key_col = rollup.KINDS[kind]
+    upto = rollup.mark(conn, kind) if width % 3600 == 0 else None
+    split = rollup.split_range(rng.start, rng.end, upto)
+    parts: list[tuple[int, str, str, int]] = []
+    if split.rolled:
+        parts += _rolled_counts(conn, kind, *split.rolled, width, sources)
+    for start, end in split.raw:
+        parts += _raw_counts(conn, table, time_col, key_col, index, start, end, width, sources)
+    total: dict[tuple[int, str, str], int] = {}
+    for b, s, k, n in parts:
+        total[(b, s, k)] = total.get((b, s, k), 0) + n
+    return [BucketCount(b, s, k, n) for (b, s, k), n in sorted(total.items())]
 
 
 def delivery_counts(
     conn: Connection, rng: TimeRange, width: int, sources: Sequence[str] = ()
 ) -> list[BucketCount]:
     """Deliveries per bucket, source and outcome (accepted / duplicate / rejected)."""
-    d = DELIVERIES
     return _bucketed(
-        conn,
-        d,
-        d.c.received_at,
-        d.c.outcome,
-        "ix_deliveries_received_at_source_outcome",
-        rng,
-        width,
-        sources,
+        conn, "delivery", "ix_deliveries_received_at_source_outcome", rng, width, sources
     )
 
 
@@ -130,16 +161,8 @@ def attempt_counts(
     conn: Connection, rng: TimeRange, width: int, sources: Sequence[str] = ()
 ) -> list[BucketCount]:
     """Processing attempts per bucket, source and outcome (processed / failed / dead / ignored)."""
-    a = PROCESSING_ATTEMPTS
     return _bucketed(
-        conn,
-        a,
-        a.c.finished_at,
-        a.c.outcome,
-        "ix_processing_attempts_finished_at_source_outcome",
-        rng,
-        width,
-        sources,
+        conn, "attempt", "ix_processing_attempts_finished_at_source_outcome", rng, width, sources
     )
 
 
@@ -168,22 +191,50 @@ def queue_now(conn: Connection, sources: Sequence[str] = ()) -> list[QueueNow]:
 def snapshot_series(
     conn: Connection, rng: TimeRange, width: int, sources: Sequence[str]
 ) -> list[SnapshotPoint]:
-    """Queue depth and oldest-unprocessed age over time (the scheduler's snapshots), per bucket."""
-    q = QUEUE_SNAPSHOTS
+    """Queue depth and oldest-unprocessed age over time (the scheduler's snapshots): the maximum of
+    each bucket, whole hours from the hourly maxima, the edges from the snapshots themselves."""
     if not sources:
         return []
-    bucket = bucket_expr(q.c.at, width, conn.dialect).label("bucket")
-    stmt = (
-        select(bucket, q.c.source, func.max(q.c.unprocessed), func.max(q.c.oldest_age_seconds))
-        .where(q.c.source.in_(sources), q.c.at >= rng.start, q.c.at < rng.end)
-        .group_by(bucket, q.c.source)
-        .order_by(bucket)
+    q, hq = QUEUE_SNAPSHOTS, QUEUE_SNAPSHOTS_HOURLY
+    split = (
+        rollup.split_range(rng.start, rng.end, rng.end)
+        if width % 3600 == 0
+        else rollup.Split(None, ((rng.start, rng.end),))
     )
-    stmt = pin_index(stmt, q, "ix_queue_snapshots_source_at", conn.dialect)
-    return [
-        SnapshotPoint(int(b), str(s), int(n or 0), float(age or 0.0))
-        for b, s, n, age in conn.execute(stmt)
-    ]
+    parts: list[tuple[int, str, int, float]] = []
+    if split.rolled:
+        bucket = bucket_expr(hq.c.hour, width, conn.dialect).label("bucket")
+        stmt = (
+            select(
+                bucket,
+                hq.c.source,
+                func.max(hq.c.max_unprocessed),
+                func.max(hq.c.max_oldest_age_seconds),
+            )
+            .where(
+                hq.c.source.in_(sources), hq.c.hour >= split.rolled[0], hq.c.hour < split.rolled[1]
+            )
+            .group_by(bucket, hq.c.source)
+        )
+        parts += [
+            (int(b), str(s), int(n or 0), float(a or 0.0)) for b, s, n, a in conn.execute(stmt)
+        ]
+    for start, end in split.raw:
+        bucket = bucket_expr(q.c.at, width, conn.dialect).label("bucket")
+        stmt = (
+            select(bucket, q.c.source, func.max(q.c.unprocessed), func.max(q.c.oldest_age_seconds))
+            .where(q.c.source.in_(sources), q.c.at >= start, q.c.at < end)
+            .group_by(bucket, q.c.source)
+        )
+        stmt = pin_index(stmt, q, "ix_queue_snapshots_source_at_values", conn.dialect)
+        parts += [
+            (int(b), str(s), int(n or 0), float(a or 0.0)) for b, s, n, a in conn.execute(stmt)
+        ]
+    best: dict[tuple[int, str], tuple[int, float]] = {}
+    for b, s, n, a in parts:
+        old = best.get((b, s))
+        best[(b, s)] = (n, a) if old is None else (max(old[0], n), max(old[1], a))
+    return [SnapshotPoint(b, s, n, a) for (b, s), (n, a) in sorted(best.items())]
 
 
 def open_discrepancies(conn: Connection, sources: Sequence[str] = ()) -> dict[str, dict[str, int]]:

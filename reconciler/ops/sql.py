@@ -5,7 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import BigInteger, ColumnElement, Table, cast, extract, func, literal_column
+from sqlalchemy.dialects.sqlite.base import SQLiteCompiler
 from sqlalchemy.engine import Dialect
+
+
+def _sqlite_from_hint(self: SQLiteCompiler, table: Any, text: str) -> str:
+    return text
+
+
+# SQLAlchemy renders ``with_hint`` table hints only for dialects that opt in (MySQL, Oracle, MSSQL);
+# SQLite's ``INDEXED BY`` goes right after the table name, where a table hint is rendered, so opt in.
+# Checked by tests/test_dashboard_queries.py (the plans name the pinned index).
+SQLiteCompiler.get_from_hint_text = _sqlite_from_hint  # type: ignore[method-assign,assignment]
 
 
 def bucket_expr(col: Any, width: int, dialect: Dialect) -> ColumnElement[Any]:
@@ -19,6 +30,15 @@ def bucket_expr(col: Any, width: int, dialect: Dialect) -> ColumnElement[Any]:
         # naive UTC ISO text; unixepoch() (SQLite 3.38+) parses it without strftime's formatting cost
         return func.unixepoch(col).op("/")(w)
     return cast(func.floor(extract("epoch", col)), BigInteger).op("/")(w)
+
+
+def hour_expr(col: Any, dialect: Dialect) -> ColumnElement[Any]:
+    """The UTC start of the hour of a datetime column, as the column's own stored form."""
+    if dialect.name == "sqlite":
+        # SQLAlchemy's SQLite datetime text ('YYYY-MM-DD HH:MM:SS.ffffff'), compared as text
+        return func.strftime("%Y-%m-%d %H:00:00.000000", col)
+    # epoch arithmetic: independent of the session's TimeZone (date_trunc on timestamptz is not)
+    return func.to_timestamp(func.floor(extract("epoch", col) / 3600) * 3600)
 
 
 def pin_index(stmt: Any, table: Table, index: str, dialect: Dialect) -> Any:

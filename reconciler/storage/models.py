@@ -319,7 +319,50 @@ class QueueSnapshot(Base):
     unprocessed: Mapped[int] = mapped_column(Integer)
     oldest_age_seconds: Mapped[float]
 
-    __table_args__ = (Index("ix_queue_snapshots_source_at", "source", "at"),)
+    # covering: the Overview's history charts read (source, at) ranges and both values from the index
+    __table_args__ = (
+        Index(
+            "ix_queue_snapshots_source_at_values",
+            "source",
+            "at",
+            "unprocessed",
+            "oldest_age_seconds",
+        ),
+    )
+
+
+class HourlyCount(Base):
+    """Deliveries and processing attempts counted per hour, source and outcome: what the dashboard
+    reads for ranges of days instead of every raw row. Rolled up by the scheduler up to the mark in
+    ``rollup_marks``; rows after the mark are read raw, so figures are exact either way."""
+
+    __tablename__ = "hourly_counts"
+
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)  # delivery | attempt
+    hour: Mapped[datetime] = mapped_column(primary_key=True)  # UTC start of the hour
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    outcome: Mapped[str] = mapped_column(String(16), primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger)
+
+
+class RollupMark(Base):
+    """Every raw row of ``kind`` older than ``upto`` (an hour boundary) is in ``hourly_counts``."""
+
+    __tablename__ = "rollup_marks"
+
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    upto: Mapped[datetime]
+
+
+class QueueSnapshotHourly(Base):
+    """Hourly maxima of the queue snapshots, kept by the snapshot job as it records each snapshot."""
+
+    __tablename__ = "queue_snapshots_hourly"
+
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    hour: Mapped[datetime] = mapped_column(primary_key=True)
+    max_unprocessed: Mapped[int] = mapped_column(Integer)
+    max_oldest_age_seconds: Mapped[float]
 
 
 # Typed handles on the tables for Core statements (``__table__`` is typed as a FromClause).
@@ -333,3 +376,6 @@ DISCREPANCIES = cast(Table, Discrepancy.__table__)
 RECON_SEEN = cast(Table, ReconSeen.__table__)
 RECON_LEASES = cast(Table, ReconLease.__table__)
 QUEUE_SNAPSHOTS = cast(Table, QueueSnapshot.__table__)
+HOURLY_COUNTS = cast(Table, HourlyCount.__table__)
+ROLLUP_MARKS = cast(Table, RollupMark.__table__)
+QUEUE_SNAPSHOTS_HOURLY = cast(Table, QueueSnapshotHourly.__table__)
