@@ -129,6 +129,10 @@ DEFAULT_MASK_FIELDS = (
 )
 
 
+class RetentionSettings(_Table):
+    keep_days: int = Field(default=7, ge=1, le=3650)  # hookledger prune's default
+
+
 class DashboardAuthSettings(_Table):
     """Optional OIDC sign-in through Streamlit's ``st.login`` (needs the ``auth`` extra: Authlib)."""
 
@@ -335,6 +339,7 @@ class Settings(_Table):
     business: BusinessSettings = BusinessSettings()
     logging: LoggingSettings = LoggingSettings()
     dashboard: DashboardSettings = DashboardSettings()
+    retention: RetentionSettings = RetentionSettings()
     sources: tuple[SourceSettings, ...] = ()
 
     @field_validator("sources", mode="before")

@@ -245,6 +245,9 @@ def test_chunked_body_over_the_limit_is_413(db_url: str, engine: Engine, serve: 
 
 
 def test_healthz_and_metrics(receiver: str, engine: Engine) -> None:
+    from tests.dashboard_data import seed
+
+    seed(engine)  # two open stripe discrepancies (missing, diverged), one resolved
     headers, body = github_delivery("g-1")
     with httpx.Client(base_url=receiver) as client:
         client.post("/webhooks/github", content=body, headers=headers)
@@ -257,6 +260,9 @@ def test_healthz_and_metrics(receiver: str, engine: Engine) -> None:
     assert 'hookledger_deliveries_total{outcome="rejected",source="github"} 1.0' in text
     assert 'hookledger_events{source="github",status="pending"} 1.0' in text
     assert 'hookledger_unprocessed_events{source="github"} 1.0' in text
+    assert 'hookledger_open_discrepancies{kind="missing",source="stripe"} 1.0' in text
+    assert 'hookledger_open_discrepancies{kind="diverged",source="stripe"} 1.0' in text
+    assert 'kind="unapplied"' not in text  # resolved
     assert 'hookledger_oldest_unprocessed_age_seconds{source="github"}' in text
 
 

@@ -93,6 +93,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_sandbox)
 
+    p = sub.add_parser(
+        "demo",
+        parents=[parent],
+        help="run the whole system on a realistic day of sandbox traffic, then open the dashboard",
+    )
+    p.add_argument("--dir", default="var/demo", help="demo workspace (default var/demo)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the traffic and faults (default 1)")
+    p.add_argument(
+        "--events", type=int, default=3000, help="events across the three sources (default 3000)"
+    )
+    p.add_argument(
+        "--no-dashboard", action="store_true", help="stop after the reconciliation summary"
+    )
+    p.add_argument("--port", type=int, help="dashboard port (default 8501)")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        "snapshot",
+        parents=[parent],
+        help="record one queue snapshot per source and roll up closed hours (for cron)",
+    )
+    p.set_defaults(func=cmd_snapshot)
+
+    p = sub.add_parser(
+        "prune",
+        parents=[parent],
+        help="delete processed inbox rows older than the retention (at least 7 days)",
+    )
+    p.add_argument("--keep-days", type=int, help="days to keep (default: [retention] keep_days, 7)")
+    p.add_argument("--dry-run", action="store_true", help="count what would go, delete nothing")
+    p.add_argument("--force", action="store_true", help="allow less than the safe minimum")
+    p.add_argument("--actor", default=None, help="who (default: the OS user)")
+    p.set_defaults(func=cmd_prune)
+
     reconcile_cmds.register(sub, parent)
     dashboard_cmd.register(sub, parent)
 
@@ -187,6 +221,66 @@ def cmd_worker(args: argparse.Namespace) -> int:
     claimed = sum(w.stats.claimed for w in workers)
     summary = ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) or "nothing due"
     print(f"claimed {claimed}: {summary}")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from reconciler.demo.run import DemoOptions, run_demo
+
+    result = run_demo(
+        DemoOptions(
+            directory=Path(args.dir),
+            seed=args.seed,
+            events=args.events,
+            dashboard=not args.no_dashboard,
+            dashboard_port=args.port,
+        )
+    )
+    return 1 if result.differences else EXIT_OK
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from reconciler.schedule import snapshot
+
+    loaded = load(args)
+    engine = open_engine(loaded)
+    try:
+        n = snapshot(engine, loaded.settings)
+    finally:
+        engine.dispose()
+    print(f"recorded {n} queue snapshots; hourly counts rolled up")
+    return EXIT_OK
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from datetime import timedelta
+
+    from reconciler.ops.prune import prune
+    from reconciler.storage.types import utcnow
+
+    loaded = load(args)
+    engine = open_engine(loaded)
+    keep = args.keep_days if args.keep_days is not None else loaded.settings.retention.keep_days
+    try:
+        result = prune(
+            engine,
+            loaded.settings,
+            keep=timedelta(days=keep),
+            now=utcnow(),
+            actor=args.actor or default_actor(),
+            dry_run=args.dry_run,
+            force=args.force,
+        )
+    finally:
+        engine.dispose()
+    verb = "would delete" if result.dry_run else "deleted"
+    print(
+        f"{verb} rows older than {result.cutoff.isoformat()}: {result.events} processed events, "
+        f"{result.attempts} attempts, {result.deliveries} deliveries, {result.rejected} rejected "
+        f"deliveries, {result.snapshots} queue snapshots"
+    )
     return EXIT_OK
 
 

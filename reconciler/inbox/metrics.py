@@ -12,6 +12,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from reconciler.ops.overview import open_discrepancies
 from reconciler.storage.models import INBOX_EVENTS, EventStatus
 from reconciler.storage.types import utcnow
 
@@ -73,6 +74,11 @@ class InboxCollector(Collector):
                 "Age of the oldest unprocessed event",
                 labels=["source"],
             ),
+            GaugeMetricFamily(
+                "hookledger_open_discrepancies",
+                "Open reconciliation discrepancies by source and kind",
+                labels=["source", "kind"],
+            ),
         )
 
     def describe(self) -> Iterator[Metric]:
@@ -80,10 +86,12 @@ class InboxCollector(Collector):
         yield from self._families()
 
     def collect(self) -> Iterator[Metric]:
-        up, events, pending, age = self._families()
+        up, events, pending, age, discrepancies = self._families()
         try:
             by_status = status_counts(self._engine)
             oldest = oldest_unprocessed(self._engine)
+            with self._engine.connect() as conn:
+                open_by_kind = open_discrepancies(conn)
         except SQLAlchemyError as exc:
             log.warning("metrics: inbox query failed: %s", exc.__class__.__name__)
             up.add_metric([], 0)
@@ -96,7 +104,10 @@ class InboxCollector(Collector):
         for source, count, first in oldest:
             pending.add_metric([source], count)
             age.add_metric([source], (now - first).total_seconds() if first else 0.0)
-        yield from (up, events, pending, age)
+        for source, kinds in open_by_kind.items():
+            for kind, count in kinds.items():
+                discrepancies.add_metric([source, kind], count)
+        yield from (up, events, pending, age, discrepancies)
 
 
 class ReceiverMetrics:

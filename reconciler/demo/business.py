@@ -1,0 +1,48 @@
+"""The demo application's own database: the business tables its webhook handlers keep.
+
+A separate SQLite file from hookledger's inbox (``[business] url``), as an application's database is:
+the handlers commit there in their own transactions, which is what lets the demo's one
+non-idempotent path (a ledger credit appended before a step that fails transiently) apply twice.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Integer, MetaData, String, Table
+
+metadata = MetaData()
+
+invoices = Table(
+    "demo_invoices",
+    metadata,
+    Column("stripe_invoice_id", String(64), primary_key=True),
+    Column("status", String(32), nullable=False),
+    Column("amount_paid", BigInteger, nullable=False),
+    Column("currency", String(8), nullable=False),
+    Column("version", BigInteger, nullable=False),  # event created * 10 + lifecycle step
+)
+ledger = Table(  # credits for paid invoices: one per invoice is right, two is a double credit
+    "demo_ledger",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("stripe_invoice_id", String(64), nullable=False, index=True),
+    Column("amount", BigInteger, nullable=False),
+    Column("event_id", String(64), nullable=False),
+)
+orders = Table(
+    "demo_orders",
+    metadata,
+    Column("order_id", String(32), primary_key=True),
+    Column("financial_status", String(32)),
+    Column("fulfillment_status", String(32)),
+    Column("total_price", String(32), nullable=False),
+    Column("updated_at", String(32), nullable=False),
+)
+github_items = Table(  # issues and pull requests seen through webhooks
+    "demo_github_items",
+    metadata,
+    Column("item_id", String(32), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("last_action", String(32)),
+    Column("updated_at", String(32), nullable=False),
+)

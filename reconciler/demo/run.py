@@ -1,0 +1,475 @@
+"""``hookledger demo``: sandbox provider, receiver, worker and reconciliation on one machine.
+
+1. a workspace under ``--dir`` (``var/demo``): ``config.toml`` (every other command works on it with
+   ``--config var/demo/config.toml``), ``demo.env`` (the demo's non-secret keys), the inbox database,
+   the application's ``business.db``;
+2. the sandbox provider, the receiver and a worker, in threads on 127.0.0.1;
+3. a day of Stripe, GitHub and Shopify traffic, signed, through the real receiver, with drops,
+   duplicates, reordering and delays; handler failures (transient that recover, permanent that
+   dead-letter, one non-idempotent path that credits twice); business rows changed behind the tool's
+   back;
+4. a reconciliation of every source, compared with the ground truth (``truth.json``);
+5. the dashboard, until Ctrl-C (``--no-dashboard`` stops after the summary).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table as RichTable
+from sqlalchemy import Engine, delete, func, select, update
+
+from connectors.sandbox.app import Sandbox
+from connectors.sandbox.sender import (
+    DeliveryFaults,
+    Report,
+    Webhook,
+    github_webhooks,
+    plan,
+    record_github_outcomes,
+    send,
+    shopify_webhooks,
+    stripe_webhooks,
+)
+from connectors.sandbox.world import World, build_world
+from reconciler.config import Settings, load_config
+from reconciler.demo import handlers, truth
+from reconciler.demo.business import invoices, metadata, orders
+from reconciler.errors import HookledgerError
+from reconciler.inbox.handlers import default_registry, load_handler_modules
+from reconciler.inbox.receiver import create_app
+from reconciler.inbox.worker import Worker
+from reconciler.ops.overview import UNPROCESSED
+from reconciler.ops.rollup import roll_up
+from reconciler.reconcile.engine import Reconciler
+from reconciler.schedule import snapshot
+from reconciler.storage.engine import make_engine
+from reconciler.storage.migrate import upgrade
+from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS, DiscrepancyStatus
+from reconciler.storage.types import utcnow
+
+log = logging.getLogger(__name__)
+
+# Demo credentials: not secrets (the sandbox accepts only these), still passed through the
+# environment like real ones, so the config file has none.
+DEMO_ENV = {
+    "HOOKLEDGER_DEMO_STRIPE_SECRET": "whsec_demo_stripe_signing_secret",
+    "HOOKLEDGER_DEMO_GITHUB_SECRET": "demo-github-webhook-secret",
+    "HOOKLEDGER_DEMO_SHOPIFY_SECRET": "demo-shopify-webhook-secret",
+    "HOOKLEDGER_DEMO_STRIPE_KEY": "sk_test_sandbox",
+    "HOOKLEDGER_DEMO_GITHUB_TOKEN": "ghp_sandbox",
+    "HOOKLEDGER_DEMO_SHOPIFY_TOKEN": "shpat_sandbox",
+}
+FAULTS = DeliveryFaults(drop=0.03, duplicate=0.05, reorder=0.05, delay=0.03)
+
+CONFIG = """\
+# hookledger demo workspace, written by `hookledger demo`. Every command works on it:
+#   set -a; . {dir}/demo.env; set +a
+#   hookledger dashboard --config {dir}/config.toml
+# (reconcile, backfill and `worker` need the demo running: the sandbox provider lives in it)
+
+[database]
+url = "sqlite:///{dir}/hookledger.db"
+
+[receiver]
+host = "127.0.0.1"
+port = {receiver_port}
+
+[worker]
+handlers = ["reconciler.demo.handlers"]
+max_attempts = 3
+backoff_base_seconds = 0.2
+backoff_max_seconds = 1.0
+poll_interval_seconds = 0.2
+
+[reconcile]
+grace_seconds = 300
+stuck_after_seconds = 3600
+
+[business]
+url = "sqlite:///{dir}/business.db"
+
+[dashboard]
+port = {dashboard_port}
+operator = "demo-operator"
+
+[[sources]]
+name = "stripe"
+kind = "stripe"
+base_url = "{sandbox}"
+signing_secret_env = "HOOKLEDGER_DEMO_STRIPE_SECRET"
+api_key_env = "HOOKLEDGER_DEMO_STRIPE_KEY"
+initial_lookback_hours = 48
+page_size = 100
+
+[[sources.checks]]
+object_type = "invoice"
+table = "demo_invoices"
+key = "stripe_invoice_id"
+fields = {{ status = "status", amount_paid = "amount_paid" }}
+amount = "amount_due"
+currency = "currency"
+
+[[sources.checks]]
+event_types = ["invoice.paid"]
+table = "demo_ledger"
+key = "stripe_invoice_id"
+unique_by = "stripe_invoice_id"
+amount = "amount_paid"
+currency = "currency"
+
+[[sources]]
+name = "github"
+kind = "github"
+base_url = "{sandbox}"
+signing_secret_env = "HOOKLEDGER_DEMO_GITHUB_SECRET"
+api_key_env = "HOOKLEDGER_DEMO_GITHUB_TOKEN"
+repository = "octocat/Hello-World"
+hook_id = 1
+initial_lookback_hours = 48
+page_size = 100
+
+[[sources]]
+name = "shopify"
+kind = "shopify"
+base_url = "{sandbox}"
+signing_secret_env = "HOOKLEDGER_DEMO_SHOPIFY_SECRET"
+api_key_env = "HOOKLEDGER_DEMO_SHOPIFY_TOKEN"
+initial_lookback_hours = 48
+page_size = 100
+
+[[sources.checks]]
+object_type = "order"
+table = "demo_orders"
+key = "order_id"
+fields = {{ financial_status = "financial_status" }}
+"""
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    directory: Path
+    seed: int = 1
+    events: int = 3000
+    dashboard: bool = True
+    dashboard_port: int | None = None
+    console: Console | None = None
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    directory: Path
+    config_path: Path
+    expected: dict[str, dict[str, int]]
+    found: dict[str, dict[str, int]]
+    differences: list[str]
+
+
+def _bind() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@contextmanager
+def _serving(app: Any, sock: socket.socket) -> Iterator[None]:
+    import uvicorn
+
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", log_config=None)
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise HookledgerError("a demo server did not start")
+        time.sleep(0.02)
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def _background(target: Callable[[threading.Event], None]) -> Iterator[None]:
+    stop = threading.Event()
+    thread = threading.Thread(target=target, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def prepare_workspace(
+    directory: Path, sandbox_url: str, receiver_port: int, dashboard_port: int
+) -> Path:
+    """A fresh workspace (the previous demo's databases are replaced)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("hookledger.db", "business.db", "faults.json", "truth.json"):
+        for suffix in ("", "-wal", "-shm"):
+            (directory / f"{name}{suffix}").unlink(missing_ok=True)
+    config = directory / "config.toml"
+    config.write_text(
+        CONFIG.format(
+            dir=directory.as_posix(),
+            sandbox=sandbox_url,
+            receiver_port=receiver_port,
+            dashboard_port=dashboard_port,
+        )
+    )
+    env_lines = [f"{k}={v}" for k, v in DEMO_ENV.items()]
+    env_lines.append(f"HOOKLEDGER_DEMO_DIR={directory.as_posix()}")
+    (directory / "demo.env").write_text("\n".join(env_lines) + "\n")
+    return config
+
+
+def _webhooks(world: World, settings: Settings, seed: int) -> dict[str, list[Webhook]]:
+    secrets = {s.name: s.signing_secrets()[0] for s in settings.sources}
+    return {
+        "stripe": stripe_webhooks(world.stripe_events, secrets["stripe"]),
+        "github": github_webhooks(world.github_attempts, secrets["github"]),
+        "shopify": shopify_webhooks(world, secrets["shopify"], seed=seed),
+    }
+
+
+def _wait_drained(engine: Engine, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with engine.connect() as conn:
+            waiting = conn.execute(
+                select(func.count())
+                .select_from(INBOX_EVENTS)
+                .where(INBOX_EVENTS.c.status.in_(UNPROCESSED))
+            ).scalar_one()
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise HookledgerError(f"the worker did not drain the inbox ({waiting} events waiting)")
+        time.sleep(0.2)
+
+
+def _tamper(business: Engine, tampering: truth.Tampering) -> None:
+    with business.begin() as conn:
+        if tampering.invoice_status:
+            conn.execute(
+                update(invoices)
+                .where(invoices.c.stripe_invoice_id.in_(tampering.invoice_status))
+                .values(status="uncollectible")
+            )
+        if tampering.invoice_deleted:
+            conn.execute(
+                delete(invoices).where(invoices.c.stripe_invoice_id.in_(tampering.invoice_deleted))
+            )
+        if tampering.order_status:
+            conn.execute(
+                update(orders)
+                .where(orders.c.order_id.in_(tampering.order_status))
+                .values(financial_status="voided")
+            )
+        if tampering.order_deleted:
+            conn.execute(delete(orders).where(orders.c.order_id.in_(tampering.order_deleted)))
+
+
+def found_counts(engine: Engine) -> dict[str, dict[str, int]]:
+    d = DISCREPANCIES
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(d.c.source, d.c.kind, func.count())
+            .where(d.c.status == DiscrepancyStatus.OPEN)
+            .group_by(d.c.source, d.c.kind)
+        ).all()
+    return truth.count_by(rows)
+
+
+def _summary(
+    console: Console, expected: dict[str, dict[str, int]], found: dict[str, dict[str, int]]
+) -> None:
+    table = RichTable(title="Open discrepancies after the reconciliation (found / ground truth)")
+    table.add_column("source")
+    for kind in truth.KINDS:
+        table.add_column(kind, justify="right")
+    for source in sorted(set(expected) | set(found)):
+        cells = []
+        for kind in truth.KINDS:
+            f, e = found.get(source, {}).get(kind, 0), expected.get(source, {}).get(kind, 0)
+            cells.append(f"{f}" if f == e else f"[red]{f} / {e}[/red]")
+        table.add_row(source, *cells)
+    console.print(table)
+
+
+def run_demo(opts: DemoOptions) -> DemoResult:
+    console = opts.console or Console(stderr=True)
+    # the planted handler failures are the point of the demo: the dashboard shows them, the console
+    # would only scroll them past the progress bar
+    logging.getLogger("reconciler.inbox.worker").setLevel(logging.ERROR)
+    directory = opts.directory.resolve()
+    os.environ.update(DEMO_ENV)
+    os.environ["HOOKLEDGER_DEMO_DIR"] = directory.as_posix()
+    handlers.reset()
+    sandbox_sock, receiver_sock = _bind(), _bind()
+    sandbox_url = f"http://127.0.0.1:{sandbox_sock.getsockname()[1]}"
+    dashboard_port = opts.dashboard_port or 8501
+    config_path = prepare_workspace(
+        directory, sandbox_url, receiver_sock.getsockname()[1], dashboard_port
+    )
+    settings = load_config(config_path).settings
+
+    n = max(30, opts.events)
+    world = build_world(
+        opts.seed,
+        now=utcnow()
+        - timedelta(minutes=15),  # every event is past the reconciliation's grace period
+        stripe_events=n * 55 // 100,
+        github_deliveries=n * 30 // 100,
+        shopify_orders=n * 15 // 100,
+        github_failure_rate=0.0,  # GitHub's log will record exactly what the sender dropped
+    )
+    hooks = _webhooks(world, settings, opts.seed)
+    plans: dict[str, tuple[list[Webhook], Report]] = {
+        name: plan(h, FAULTS, seed=opts.seed * 31 + i) for i, (name, h) in enumerate(hooks.items())
+    }
+    reports = {name: r for name, (_, r) in plans.items()}
+    faults = truth.choose_handler_faults(world, reports, opts.seed)
+    (directory / "faults.json").write_text(
+        json.dumps({"transient": faults.transient, "permanent": faults.permanent})
+    )
+
+    engine = make_engine(settings.database.url)
+    business = make_engine(f"sqlite:///{directory / 'business.db'}")
+    upgrade(engine)
+    metadata.create_all(business)
+    load_handler_modules(settings.worker.handlers)
+    worker = Worker(engine, settings, default_registry)
+
+    def snapshots(stop: threading.Event) -> None:
+        while not stop.wait(1.0):
+            try:
+                snapshot(engine, settings)
+            except Exception:  # the demo goes on without one chart point
+                log.exception("queue snapshot failed")
+
+    try:
+        with (
+            _serving(Sandbox(world).app, sandbox_sock),
+            _serving(create_app(settings, engine), receiver_sock),
+            _background(worker.run),
+            _background(snapshots),
+        ):
+            console.print(
+                f"[bold]hookledger demo[/bold] in {directory} (seed {opts.seed}): sandbox provider on "
+                f"{sandbox_url}, receiver on {settings.receiver.host}:{settings.receiver.port}"
+            )
+            total = sum(len(o) for o, _ in plans.values())
+            with (
+                Progress(
+                    TextColumn("delivering webhooks"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    console=console,
+                    transient=False,
+                ) as progress,
+                httpx.Client(timeout=30) as client,
+            ):
+                task = progress.add_task("send", total=total)
+                base = f"http://{settings.receiver.host}:{settings.receiver.port}"
+                for name, (ordered, report) in plans.items():
+                    send(
+                        client,
+                        f"{base}/webhooks/{name}",
+                        ordered,
+                        report,
+                        on_sent=lambda: progress.advance(task),
+                    )
+            record_github_outcomes(world, reports["github"])
+            bad = {n: dict(r.responses) for n, r in reports.items() if set(r.responses) != {"200"}}
+            if bad:
+                raise HookledgerError(f"the receiver refused demo deliveries: {bad}")
+            _wait_drained(engine)
+            tampering = truth.choose_tampering(world, reports, faults, opts.seed)
+            _tamper(business, tampering)
+            expected = truth.expected_counts(world, reports, faults, tampering)
+            (directory / "truth.json").write_text(
+                json.dumps(truth.ground_truth(reports, faults, tampering, expected), indent=2)
+            )
+            reader = make_engine(f"sqlite:///{directory / 'business.db'}", readonly=True)
+            try:
+                reconciler = Reconciler(engine, settings, business_engine=reader)
+                for source in settings.sources:
+                    with console.status(f"reconciling {source.name}"):
+                        reconciler.run(source.name, trigger="cli")
+            finally:
+                reader.dispose()
+            snapshot(engine, settings)
+            roll_up(engine, utcnow())
+            found = found_counts(engine)
+            _summary(console, expected, found)
+            differences = truth.compare(expected, found)
+            if differences:
+                console.print("[red]The reconciliation differs from the ground truth:[/red]")
+                for line in differences:
+                    console.print(f"  {line}")
+            else:
+                console.print(
+                    "[green]The reconciliation found exactly what the sandbox did[/green] "
+                    f"(ground truth: {directory / 'truth.json'})."
+                )
+            if opts.dashboard:
+                _dashboard_until_interrupted(console, config_path, dashboard_port)
+    finally:
+        worker.close()
+        engine.dispose()
+        business.dispose()
+    return DemoResult(directory, config_path, expected, found, differences)
+
+
+def _dashboard_until_interrupted(console: Console, config_path: Path, port: int) -> None:
+    from reconciler.cli.dashboard_cmd import streamlit_argv
+
+    env = {**os.environ, "HOOKLEDGER_CONFIG": str(config_path)}
+    proc = subprocess.Popen(streamlit_argv("127.0.0.1", port, None), env=env)
+    console.print(
+        f"\n[bold]Dashboard: http://127.0.0.1:{port}[/bold]  (sandbox, receiver and worker keep "
+        "running; Ctrl-C stops everything)\n"
+        f"Other commands on this demo: set -a; . {config_path.parent}/demo.env; set +a; then "
+        f"hookledger <command> --config {config_path}"
+    )
+    if shutil.which("xdg-open") and os.environ.get("DISPLAY"):
+        subprocess.Popen(
+            ["xdg-open", f"http://127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    try:
+        while proc.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        console.print("stopping the demo ...")
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()

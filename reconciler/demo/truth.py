@@ -1,0 +1,191 @@
+"""The demo's faults and what the reconciliation must find because of them (pure: values in, values
+out). Everything here is decided from the sandbox world, the seed and the delivery plan, never from
+what hookledger stored: that independence is what makes the comparison a test."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from connectors.sandbox.sender import Report
+from connectors.sandbox.world import World
+from reconciler.demo.handlers import STEP
+
+KINDS = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")
+
+
+@dataclass(frozen=True)
+class HandlerFaults:
+    transient: list[str]  # fail once, then succeed (invoice.paid among them: credited twice)
+    permanent: list[str]  # dead-lettered
+
+
+@dataclass(frozen=True)
+class Tampering:
+    """Business rows changed behind hookledger's back after the events were applied."""
+
+    invoice_status: list[str] = field(default_factory=list)  # status set to "uncollectible"
+    invoice_deleted: list[str] = field(default_factory=list)
+    order_status: list[str] = field(default_factory=list)  # financial_status set to "voided"
+    order_deleted: list[str] = field(default_factory=list)
+
+
+def _received(report: Report) -> list[str]:
+    dropped = set(report.dropped)
+    return [e for e in report.planned if e not in dropped]
+
+
+def choose_handler_faults(
+    world: World, reports: Mapping[str, Report], seed: int, rate: float = 0.02
+) -> HandlerFaults:
+    """Transient failures on ~``rate`` of the received events (at least three invoice.paid ones),
+    permanent ones on ~``rate``/2 of the event types no business check covers."""
+    rng = random.Random(seed * 7 + 1)
+    types = {e["id"]: e["type"] for e in world.stripe_events}
+    types |= {a.guid: a.event for a in world.github_attempts}
+    received = [e for r in reports.values() for e in _received(r)]
+    paid = [e for e in received if types.get(e) == "invoice.paid"]
+    transient = set(rng.sample(paid, min(3, len(paid))))
+    transient |= {e for e in received if rng.random() < rate}
+    unchecked = [
+        e
+        for e in received
+        if types.get(e) in ("charge.succeeded", "customer.created", "push") and e not in transient
+    ]
+    permanent = {e for e in unchecked if rng.random() < rate / 2}
+    for report in reports.values():  # at least one dead letter per source that can have one
+        mine = [e for e in _received(report) if e in set(unchecked)]
+        if mine and not permanent & set(mine):
+            permanent.add(rng.choice(mine))
+    return HandlerFaults(sorted(transient), sorted(permanent))
+
+
+def _invoice_events(world: World) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for e in world.stripe_events:
+        if e["type"] in STEP:
+            out.setdefault(e["data"]["object"]["id"], []).append(e)
+    return out
+
+
+def choose_tampering(
+    world: World, reports: Mapping[str, Report], faults: HandlerFaults, seed: int
+) -> Tampering:
+    """Rows to change or delete, among objects whose every event was received and applied."""
+    rng = random.Random(seed * 7 + 2)
+    skip = set(faults.transient) | set(faults.permanent)
+    stripe_dropped = set(reports["stripe"].dropped) if "stripe" in reports else set()
+    complete = sorted(
+        inv
+        for inv, events in _invoice_events(world).items()
+        if all(e["id"] not in stripe_dropped and e["id"] not in skip for e in events)
+    )
+    rng.shuffle(complete)
+    received_orders = []
+    if "shopify" in reports:
+        received_orders = sorted(
+            _order_of(world, reports["shopify"])[e] for e in _received(reports["shopify"])
+        )
+        rng.shuffle(received_orders)
+    n_inv = max(1, len(complete) // 40)
+    n_ord = max(1, len(received_orders) // 40)
+    return Tampering(
+        invoice_status=sorted(complete[:n_inv]),
+        invoice_deleted=sorted(complete[n_inv : n_inv + max(1, n_inv // 2)]),
+        order_status=sorted(received_orders[:n_ord]),
+        order_deleted=sorted(received_orders[n_ord : n_ord + max(1, n_ord // 2)]),
+    )
+
+
+def _order_of(world: World, report: Report) -> dict[str, str]:
+    """Webhook id -> order id: the sender sends one webhook per order, in updated_at order."""
+    orders = sorted(world.shopify_orders.values(), key=lambda o: o["updated_at"])
+    return {wid: str(o["id"]) for wid, o in zip(report.planned, orders, strict=True)}
+
+
+def expected_counts(
+    world: World,
+    reports: Mapping[str, Report],
+    faults: HandlerFaults,
+    tampering: Tampering,
+) -> dict[str, dict[str, int]]:
+    """Open discrepancies per source and kind that the reconciliation must report."""
+    out: dict[str, dict[str, int]] = {}
+
+    def add(source: str, kind: str, n: int = 1) -> None:
+        if n:
+            bucket = out.setdefault(source, {})
+            bucket[kind] = bucket.get(kind, 0) + n
+
+    permanent = set(faults.permanent)
+    for source, report in reports.items():
+        add(source, "missing", len(report.dropped))  # Stripe by event, GitHub by delivery,
+        # Shopify by order (one webhook per order)
+        add(source, "dead", len(permanent & set(_received(report))))
+
+    if "stripe" in reports:
+        dropped = set(reports["stripe"].dropped)
+        deleted = set(tampering.invoice_deleted)
+        changed = set(tampering.invoice_status)
+        for inv, events in _invoice_events(world).items():
+            got = [e for e in events if e["id"] not in dropped]
+            if not got or inv in deleted:
+                continue
+            newest = max(got, key=lambda e: e["created"] * 10 + STEP[e["type"]])
+            local = dict(newest["data"]["object"])
+            if inv in changed:
+                local["status"] = "uncollectible"
+            truth = world.stripe_objects[("invoice", inv)]
+            add("stripe", "diverged", sum(local[f] != truth[f] for f in ("status", "amount_paid")))
+        add("stripe", "unapplied", len(deleted))
+        paid_twice = {e for e in faults.transient if e not in dropped}
+        add(
+            "stripe",
+            "duplicate",
+            sum(
+                1
+                for e in world.stripe_events
+                if e["type"] == "invoice.paid" and e["id"] in paid_twice
+            ),
+        )
+    if "shopify" in reports:
+        add("shopify", "diverged", len(tampering.order_status))
+        add("shopify", "unapplied", len(tampering.order_deleted))
+    return {s: dict(sorted(k.items())) for s, k in sorted(out.items())}
+
+
+def ground_truth(
+    reports: Mapping[str, Report],
+    faults: HandlerFaults,
+    tampering: Tampering,
+    expected: Mapping[str, Mapping[str, int]],
+) -> dict[str, Any]:
+    return {
+        "deliveries": {s: r.to_json() for s, r in reports.items()},
+        "handler_faults": asdict(faults),
+        "tampering": asdict(tampering),
+        "expected_open_discrepancies": expected,
+    }
+
+
+def compare(
+    expected: Mapping[str, Mapping[str, int]], found: Mapping[str, Mapping[str, int]]
+) -> list[str]:
+    """Differences, one line each (empty when the reconciliation found exactly the ground truth)."""
+    lines = []
+    for source in sorted(set(expected) | set(found)):
+        for kind in KINDS:
+            e = expected.get(source, {}).get(kind, 0)
+            f = found.get(source, {}).get(kind, 0)
+            if e != f:
+                lines.append(f"{source} {kind}: expected {e}, found {f}")
+    return lines
+
+
+def count_by(rows: Iterable[Sequence[Any]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for source, kind, n in rows:
+        out.setdefault(str(source), {})[str(kind)] = int(n)
+    return out
