@@ -39,6 +39,7 @@ REQUIRED = os.environ.get("HOOKLEDGER_E2E_REQUIRED") == "1"  # set by .ci/run: n
 if REQUIRED and not Path(CHROMIUM).exists():
     raise RuntimeError(f"HOOKLEDGER_E2E_REQUIRED=1 but there is no Chromium at {CHROMIUM}")
 playwright_api = pytest.importorskip("playwright.sync_api")
+playwright_api.expect.set_options(timeout=30_000)  # a loaded CI machine renders slowly
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
@@ -175,3 +176,64 @@ def test_overview_discrepancy_replay_audit_and_csv(dashboard: tuple[str, str]) -
     engine.dispose()
     assert str(status) == "pending"
     assert [tuple(a) for a in audit] == [("tester", "replay", "customer asked for a re-sync")]
+
+
+def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> None:
+    """The demo's traffic on Overview in Chromium; with HOOKLEDGER_UPDATE_SCREENSHOT=1 the picture
+    becomes docs/dashboard.png (the README's screenshot)."""
+    from rich.console import Console
+
+    from reconciler.demo.run import DemoOptions, run_demo
+
+    directory = tmp_path / "var" / "demo"
+    result = run_demo(
+        DemoOptions(
+            directory=directory,
+            seed=2,
+            events=1500,
+            dashboard=False,
+            console=Console(file=io.StringIO()),
+        )
+    )
+    assert result.differences == []
+    port = _free_port()
+    exe = shutil.which("hookledger", path=str(Path(sys.executable).parent)) or "hookledger"
+    proc = subprocess.Popen(
+        [exe, "dashboard", "--config", str(result.config_path), "--port", str(port)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "dashboard did not start"
+            time.sleep(0.2)
+        expect = playwright_api.expect
+        with playwright_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1500})
+            page.set_default_timeout(30_000)
+            try:
+                page.goto(base)
+                expect(page.locator(".js-plotly-plot")).to_have_count(5)
+                # the day's traffic is delivered within seconds: the last hour shows it per minute
+                _select(page, "Range", "Last hour")
+                expect(page.get_by_text("one bar per 1 min")).to_be_visible()
+                expect(page.get_by_text("Open discrepancies: dead").first).to_be_visible()
+                page.wait_for_timeout(1500)  # let plotly finish drawing
+                _shot(page, "demo-overview")
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    if os.environ.get("HOOKLEDGER_UPDATE_SCREENSHOT") == "1":
+        docs = Path(__file__).resolve().parents[1] / "docs" / "dashboard.png"
+        shutil.copyfile(ARTIFACTS / "demo-overview.png", docs)
