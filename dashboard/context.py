@@ -129,6 +129,22 @@ def act(fn: Callable[[str], str]) -> ActionResult:
     return ActionResult(True, message)
 
 
+def confirmed_form(
+    key: str, confirm_label: str, submit_label: str, extra: Callable[[], T] | None = None
+) -> tuple[bool, str, T | None]:
+    """A form with a required reason and a confirmation box (widget keys ``{key}_reason`` and
+    ``{key}_confirm``); ``extra`` renders more widgets inside it. True only when submitted and
+    confirmed; the reason is checked again by the action itself."""
+    with st.form(f"{key}_form"):
+        value = extra() if extra is not None else None
+        reason = st.text_input("Reason (required, recorded in the audit log)", key=f"{key}_reason")
+        confirm = st.checkbox(confirm_label, key=f"{key}_confirm")
+        submitted = st.form_submit_button(submit_label)
+    if submitted and not confirm:
+        st.warning("Tick the confirmation first.")
+    return bool(submitted and confirm), reason, value
+
+
 def show_result(result: ActionResult) -> None:
     (st.success if result.ok else st.error)(result.message)
 

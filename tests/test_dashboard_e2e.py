@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -52,45 +53,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def dashboard(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    url = f"sqlite:///{tmp_path / 'e2e.db'}"
-    engine = make_engine(url)
-    upgrade(engine)
-    seed(engine)
-    engine.dispose()
-    config = write_config(tmp_path, url)
+@contextlib.contextmanager
+def running_dashboard(config: Path, cwd: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A real ``hookledger dashboard`` process on a free port; yields its base URL."""
     port = _free_port()
-    env = {
-        **os.environ,
-        "T_STRIPE_SECRET": "whsec_x",
-        "T_GITHUB_SECRET": "x",
-        "T_SHOPIFY_SECRET": "x",
-    }
     exe = shutil.which("hookledger", path=str(Path(sys.executable).parent)) or "hookledger"
     proc = subprocess.Popen(
         [exe, "dashboard", "--config", str(config), "--port", str(port)],
-        env=env,
-        cwd=tmp_path,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            err = proc.stderr.read().decode() if proc.stderr else ""
-            raise RuntimeError(f"hookledger dashboard did not start:\n{err}")
-        time.sleep(0.2)
     try:
-        yield base, url
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"hookledger dashboard did not start:\n{err}")
+            time.sleep(0.2)
+        yield base
     finally:
         proc.terminate()
         try:
@@ -102,9 +92,34 @@ def dashboard(tmp_path: Path) -> Iterator[tuple[str, str]]:
             proc.stderr.close()
 
 
+@pytest.fixture
+def dashboard(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    url = f"sqlite:///{tmp_path / 'e2e.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    seed(engine)
+    engine.dispose()
+    config = write_config(tmp_path, url)
+    env = {"T_STRIPE_SECRET": "whsec_x", "T_GITHUB_SECRET": "x", "T_SHOPIFY_SECRET": "x"}
+    with running_dashboard(config, tmp_path, env) as base:
+        yield base, url
+
+
 def _shot(page: object, name: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def _charts_render(page: object, count: int) -> None:
+    """``count`` Plotly charts, each drawn (charts below the fold draw when scrolled to)."""
+    expect = playwright_api.expect
+    charts = page.get_by_test_id("stPlotlyChart")  # type: ignore[attr-defined]
+    expect(charts).to_have_count(count)
+    for i in range(count):
+        chart = charts.nth(i)
+        chart.scroll_into_view_if_needed()
+        expect(chart.locator(".js-plotly-plot")).to_have_count(1)
+    page.get_by_role("heading").first.scroll_into_view_if_needed()  # type: ignore[attr-defined]
 
 
 def _select(page: object, label: str, option: str) -> None:
@@ -125,7 +140,7 @@ def test_overview_discrepancy_replay_audit_and_csv(dashboard: tuple[str, str]) -
             # Overview: KPIs and the five charts render
             page.goto(base)
             expect(page.get_by_role("heading", name="Overview")).to_be_visible()
-            expect(page.locator(".js-plotly-plot")).to_have_count(5)
+            _charts_render(page, 5)
             expect(page.get_by_text("past stuck_after_seconds")).to_be_visible()
             _shot(page, "overview")
 
@@ -146,7 +161,7 @@ def test_overview_discrepancy_replay_audit_and_csv(dashboard: tuple[str, str]) -
             _select(page, "Inspect", "diverged")
             expect(page.get_by_text("Source says")).to_be_visible()
             page.get_by_label("Reason (required").fill("customer asked for a re-sync")
-            page.get_by_text("Yes, replay discrepancy").click()
+            page.get_by_text("Yes, apply this action to discrepancy").click()
             page.get_by_role("button", name="Apply").click()
             expect(page.get_by_text("processed → pending")).to_be_visible()
             _shot(page, "discrepancy-replayed")
@@ -196,25 +211,7 @@ def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> N
         )
     )
     assert result.differences == []
-    port = _free_port()
-    exe = shutil.which("hookledger", path=str(Path(sys.executable).parent)) or "hookledger"
-    proc = subprocess.Popen(
-        [exe, "dashboard", "--config", str(result.config_path), "--port", str(port)],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/_stcore/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "dashboard did not start"
-            time.sleep(0.2)
+    with running_dashboard(result.config_path, tmp_path) as base:
         expect = playwright_api.expect
         with playwright_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
@@ -222,18 +219,15 @@ def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> N
             page.set_default_timeout(30_000)
             try:
                 page.goto(base)
-                expect(page.locator(".js-plotly-plot")).to_have_count(5)
                 # the day's traffic is delivered within seconds: the last hour shows it per minute
                 _select(page, "Range", "Last hour")
                 expect(page.get_by_text("one bar per 1 min")).to_be_visible()
+                _charts_render(page, 5)
                 expect(page.get_by_text("Open discrepancies: dead").first).to_be_visible()
                 page.wait_for_timeout(1500)  # let plotly finish drawing
                 _shot(page, "demo-overview")
             finally:
                 browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
     if os.environ.get("HOOKLEDGER_UPDATE_SCREENSHOT") == "1":
         docs = Path(__file__).resolve().parents[1] / "docs" / "dashboard.png"
         shutil.copyfile(ARTIFACTS / "demo-overview.png", docs)

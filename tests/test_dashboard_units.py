@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +125,47 @@ def test_sign_in_settings_must_be_complete() -> None:
 
     with pytest.raises(ConfigError, match="client_id"):
         parse_settings({"dashboard": {"auth": {"enabled": True}}}, "config.toml")
+
+
+def test_sign_in_secrets_come_from_the_environment_into_a_private_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import stat
+    import tomllib
+
+    from reconciler.cli.dashboard_cmd import streamlit_argv, write_auth_secrets
+    from reconciler.errors import ConfigError
+
+    settings = parse_settings(
+        {
+            "dashboard": {
+                "auth": {
+                    "enabled": True,
+                    "operators": ["ops@example.com"],
+                    "client_id": "hookledger",
+                    "client_secret_env": "T_OIDC_SECRET",
+                    "cookie_secret_env": "T_COOKIE",
+                    "server_metadata_url": "https://idp.example/.well-known/openid-configuration",
+                }
+            }
+        },
+        "config.toml",
+    )
+    monkeypatch.delenv("T_OIDC_SECRET", raising=False)
+    with pytest.raises(ConfigError, match="T_OIDC_SECRET"):
+        write_auth_secrets(settings, "127.0.0.1", 8501, tmp_path)
+    monkeypatch.setenv("T_OIDC_SECRET", 's3cr"et')
+    monkeypatch.setenv("T_COOKIE", "cookie-secret")
+    path = write_auth_secrets(settings, "127.0.0.1", 8502, tmp_path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    auth = tomllib.loads(path.read_text())["auth"]
+    assert auth == {
+        "redirect_uri": "http://127.0.0.1:8502/oauth2callback",
+        "cookie_secret": "cookie-secret",
+        "client_id": "hookledger",
+        "client_secret": 's3cr"et',
+        "server_metadata_url": "https://idp.example/.well-known/openid-configuration",
+    }
+    argv = streamlit_argv("127.0.0.1", 8502, path)
+    assert argv[argv.index("--secrets.files") + 1] == str(path)
+    assert argv[argv.index("--server.address") + 1] == "127.0.0.1"

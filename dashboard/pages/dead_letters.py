@@ -50,16 +50,10 @@ if not who.can_act:
     st.stop()
 ids = [r["event_id"] for r in rows]
 chosen = st.multiselect("Replay these events", ids, default=ids, key="dl_pick")
-with st.form("dl_replay"):
-    reason = st.text_input("Reason (required)", key="dl_reason")
-    confirm = st.checkbox(f"Yes, replay {len(chosen)} events", key="dl_confirm")
-    submitted = st.form_submit_button("Replay")
-if submitted:
-    if not confirm:
-        st.warning("Tick the confirmation first.")
-    else:
-        engine = context.engine()
-        keys = [(group.source, e) for e in chosen]
-        context.show_result(
-            context.act(lambda a: actions.replay_selection(engine, keys, actor=a, reason=reason))
-        )
+go, reason, _ = context.confirmed_form("dl", f"Yes, replay {len(chosen)} events", "Replay")
+if go:
+    engine = context.engine()
+    keys = [(group.source, e) for e in chosen]
+    context.show_result(
+        context.act(lambda a: actions.replay_selection(engine, keys, actor=a, reason=reason))
+    )

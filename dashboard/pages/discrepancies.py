@@ -126,29 +126,27 @@ if not who.can_act:
 options = ["resolve", "ignore"]
 if row["event_id"]:
     options = ["replay", "backfill", *options]
-with st.form("d_action", clear_on_submit=False):
-    action = st.radio("Action", options, horizontal=True, key="d_action_kind")
-    reason = st.text_input("Reason (required, recorded in the audit log)", key="d_reason")
-    confirm = st.checkbox(f"Yes, {action} discrepancy #{row['id']}", key="d_confirm")
-    submitted = st.form_submit_button("Apply")
-if submitted:
-    if not confirm:
-        st.warning("Tick the confirmation first.")
+go, reason, action = context.confirmed_form(
+    "d",
+    f"Yes, apply this action to discrepancy #{row['id']}",
+    "Apply",
+    lambda: st.radio("Action", options, horizontal=True, key="d_action_kind"),
+)
+if go:
+    engine = context.engine()
+    src, eid = row["source"], row["event_id"]
+    if action == "replay":
+        result = context.act(lambda a: actions.replay(engine, src, eid, actor=a, reason=reason))
+    elif action == "backfill":
+        settings = context.settings()
+        result = context.act(
+            lambda a: actions.backfill_event(engine, settings, src, eid, actor=a, reason=reason)
+        )
     else:
-        engine = context.engine()
-        src, eid = row["source"], row["event_id"]
-        if action == "replay":
-            result = context.act(lambda a: actions.replay(engine, src, eid, actor=a, reason=reason))
-        elif action == "backfill":
-            settings = context.settings()
-            result = context.act(
-                lambda a: actions.backfill_event(engine, settings, src, eid, actor=a, reason=reason)
+        new = DiscrepancyStatus.RESOLVED if action == "resolve" else DiscrepancyStatus.IGNORED
+        result = context.act(
+            lambda a: actions.set_discrepancy_status(
+                engine, int(row["id"]), new, actor=a, reason=reason
             )
-        else:
-            new = DiscrepancyStatus.RESOLVED if action == "resolve" else DiscrepancyStatus.IGNORED
-            result = context.act(
-                lambda a: actions.set_discrepancy_status(
-                    engine, int(row["id"]), new, actor=a, reason=reason
-                )
-            )
-        context.show_result(result)
+        )
+    context.show_result(result)

@@ -63,19 +63,13 @@ with st.expander("Stored headers"):
 
 who = context.identity()
 if who.can_act:
-    with st.form("e_replay"):
-        reason = st.text_input("Reason (required)", key="e_reason")
-        confirm = st.checkbox(f"Yes, replay {event_id} with the same event id", key="e_confirm")
-        submitted = st.form_submit_button("Replay")
-    if submitted:
-        if not confirm:
-            st.warning("Tick the confirmation first.")
-        else:
-            engine = context.engine()
-            context.show_result(
-                context.act(
-                    lambda a: actions.replay(engine, source, event_id, actor=a, reason=reason)
-                )
-            )
+    go, reason, _ = context.confirmed_form(
+        "e", f"Yes, replay {event_id} with the same event id", "Replay"
+    )
+    if go:
+        engine = context.engine()
+        context.show_result(
+            context.act(lambda a: actions.replay(engine, source, event_id, actor=a, reason=reason))
+        )
 else:
     st.caption("Read-only view: replay needs an operator sign-in.")

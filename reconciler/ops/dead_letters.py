@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from reconciler.inbox.actions import replay_event
-from reconciler.ops.overview import _utc
 from reconciler.ops.sql import pin_index
 from reconciler.storage.models import INBOX_EVENTS, EventStatus
+from reconciler.storage.types import as_utc
 
 E = INBOX_EVENTS
 
@@ -40,7 +40,7 @@ def dead_groups(conn: Connection, sources: Sequence[str] = (), limit: int = 200)
         stmt = stmt.where(E.c.source.in_(sources))
     stmt = pin_index(stmt, E, "ix_inbox_events_status_next_attempt_at", conn.dialect)
     return [
-        DeadGroup(str(s), t, err, int(c), _utc(newest))
+        DeadGroup(str(s), t, err, int(c), as_utc(newest))
         for s, t, err, c, newest in conn.execute(stmt)
     ]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, select
@@ -28,6 +28,7 @@ from reconciler.storage.models import (
     DiscrepancyStatus,
     EventStatus,
 )
+from reconciler.storage.types import as_utc
 
 QUEUE_STATUSES = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED, EventStatus.DEAD)
 UNPROCESSED = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED)
@@ -76,15 +77,6 @@ class RunPoint:
     started_at: datetime
     status: str
     counts: dict[str, int]
-
-
-def _utc(value: Any) -> datetime | None:
-    """MIN()/MAX() on SQLite lose the column type and return the stored text."""
-    if value is None:
-        return None
-    parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
-    assert isinstance(parsed, datetime)
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def _raw_counts(
@@ -181,7 +173,7 @@ def queue_now(conn: Connection, sources: Sequence[str] = ()) -> list[QueueNow]:
     for source, status, n, oldest in conn.execute(stmt):
         counts, first = per.setdefault(str(source), ({}, None))
         counts[str(status)] = int(n)
-        at = _utc(oldest)
+        at = as_utc(oldest)
         if EventStatus(status) in UNPROCESSED and at is not None and (first is None or at < first):
             first = at
         per[str(source)] = (counts, first)

@@ -28,6 +28,7 @@ from reconciler.storage.models import (
     QUEUE_SNAPSHOTS_HOURLY,
     ROLLUP_MARKS,
 )
+from reconciler.storage.types import as_utc
 
 HOUR = timedelta(hours=1)
 MARGIN = timedelta(minutes=5)
@@ -52,14 +53,6 @@ def ceil_hour(at: datetime) -> datetime:
     return f if f == at else f + HOUR
 
 
-def _utc(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
-    assert isinstance(parsed, datetime)
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
 @dataclass(frozen=True)
 class Split:
     """How a range is read: ``rolled`` whole hours from the rollup, ``raw`` ranges from the rows."""
@@ -81,7 +74,7 @@ def split_range(start: datetime, end: datetime, upto: datetime | None) -> Split:
 
 
 def mark(conn: Connection, kind: str) -> datetime | None:
-    return _utc(
+    return as_utc(
         conn.execute(select(ROLLUP_MARKS.c.upto).where(ROLLUP_MARKS.c.kind == kind)).scalar()
     )
 
@@ -93,13 +86,13 @@ def _roll_chunk(conn: Connection, kind: str, now: datetime) -> bool:
     q = select(ROLLUP_MARKS.c.upto).where(ROLLUP_MARKS.c.kind == kind)
     if conn.dialect.name == "postgresql":
         q = q.with_for_update()  # two schedulers: the second waits, then sees the moved mark
-    upto = _utc(conn.execute(q).scalar())
+    upto = as_utc(conn.execute(q).scalar())
     if upto is None:
-        first = _utc(conn.execute(select(func.min(tcol))).scalar())
+        first = as_utc(conn.execute(select(func.min(tcol))).scalar())
         start = floor_hour(first) if first else target
         ins = insert_for(conn, ROLLUP_MARKS).values(kind=kind, upto=start)
         conn.execute(ins.on_conflict_do_nothing(index_elements=["kind"]))
-        upto = _utc(conn.execute(q).scalar())
+        upto = as_utc(conn.execute(q).scalar())
         assert upto is not None
     if upto >= target:
         return False

@@ -37,5 +37,16 @@ class UTCDateTime(TypeDecorator[datetime]):
         return parsed.astimezone(UTC)
 
 
+def as_utc(value: Any) -> datetime | None:
+    """A datetime from a query result as aware UTC: aggregates (MIN/MAX) on SQLite lose the column
+    type and return the stored naive text."""
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if not isinstance(parsed, datetime):
+        raise TypeError(f"not a datetime: {value!r}")
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
