@@ -151,8 +151,8 @@ def test_sign_in_secrets_come_from_the_environment_into_a_private_file(
         },
         "config.toml",
     )
-    monkeypatch.delenv("T_OIDC_SECRET", raising=False)
-    with pytest.raises(ConfigError, match="T_OIDC_SECRET"):
+    monkeypatch.delenv("T_COOKIE", raising=False)
+    with pytest.raises(ConfigError, match="T_COOKIE is not set"):
         write_auth_secrets(settings, "127.0.0.1", 8501, tmp_path)
     monkeypatch.setenv("T_OIDC_SECRET", 's3cr"et')
     monkeypatch.setenv("T_COOKIE", "cookie-secret")
