@@ -260,11 +260,12 @@ class Sandbox:
         _, newest_first, positions, neg_created = self._stripe_cache
         return newest_first, positions, neg_created
 
-    def _stripe_listable(self) -> list[dict[str, Any]]:
-        """Newest first, within the retention window."""
+    def _stripe_listable(self) -> tuple[list[dict[str, Any]], int]:
+        """Newest first, and how many of them are within the retention window (a bound, not a
+        slice: copying a million-event list per page made every page O(N))."""
         newest_first, _, neg_created = self._stripe_index()
         oldest = int((self.clock() - STRIPE_RETENTION).timestamp())
-        return newest_first[: bisect.bisect_right(neg_created, -oldest)]
+        return newest_first, bisect.bisect_right(neg_created, -oldest)
 
     async def stripe_list(self, request: Request) -> Response:
         if (denied := self._stripe_auth(request)) or (denied := await self._fault(request)):
@@ -311,13 +312,13 @@ class Sandbox:
                 return False
             return not patterns or any(fnmatch.fnmatchcase(e["type"], p) for p in patterns)
 
-        items = self._stripe_listable()
+        items, listable = self._stripe_listable()
         _, positions, _ = self._stripe_index()
         start, step = 0, 1
         if after or before:
             anchor = after or before
             position = positions.get(anchor or "")
-            if position is None or position >= len(items):
+            if position is None or position >= listable:
                 param = "starting_after" if after else "ending_before"
                 return _stripe_error(
                     400, f"No such event: '{anchor}'", code="resource_missing", param=param
@@ -325,7 +326,7 @@ class Sandbox:
             start, step = (position + 1, 1) if after else (position - 1, -1)
         picked: list[dict[str, Any]] = []
         i = start
-        while 0 <= i < len(items) and len(picked) <= limit:
+        while 0 <= i < listable and len(picked) <= limit:
             e = items[i]
             if step == 1 and e["created"] < floor:
                 break  # newest first: everything further is older still
@@ -344,7 +345,10 @@ class Sandbox:
         if (denied := self._stripe_auth(request)) or (denied := await self._fault(request)):
             return denied
         event_id = request.path_params["id"]
-        event = next((e for e in self._stripe_listable() if e["id"] == event_id), None)
+        items, listable = self._stripe_listable()
+        _, positions, _ = self._stripe_index()
+        position = positions.get(event_id)
+        event = items[position] if position is not None and position < listable else None
         if event is None:
             return _stripe_error(
                 404, f"No such event: '{event_id}'", code="resource_missing", param="id"
