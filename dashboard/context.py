@@ -83,11 +83,17 @@ def ttl() -> int:
     return settings().dashboard.cache_ttl_seconds
 
 
+@st.cache_resource(show_spinner=False, max_entries=1)
+def _head(url: str) -> str | None:
+    # the migration scripts shipped with this version: read from disk once, not on every rerun
+    return head_revision(_engine(url))
+
+
 def schema_problem() -> str | None:
     """A sentence for the page when the database cannot be used, else None."""
     try:
         current = current_revision(engine())
-        head = head_revision(engine())
+        head = _head(settings().database.url)
     except SQLAlchemyError as exc:
         orig = getattr(exc, "orig", None)
         reason = str(orig or exc).splitlines()[0]
