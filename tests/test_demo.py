@@ -72,3 +72,17 @@ def test_a_rerun_starts_from_a_fresh_workspace(demo: Path) -> None:
         )
     )
     assert result.differences == []
+
+
+def test_a_busy_dashboard_port_stops_the_demo_before_it_starts(tmp_path: Path) -> None:
+    import socket
+
+    from reconciler.errors import HookledgerError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(HookledgerError, match=f"port {port} on 127.0.0.1 is in use"):
+            run_demo(DemoOptions(directory=tmp_path / "d", dashboard=True, dashboard_port=port))
+    assert not (tmp_path / "d").exists()  # nothing was written

@@ -327,9 +327,18 @@ def run_demo(opts: DemoOptions) -> DemoResult:
     os.environ.update(DEMO_ENV)
     os.environ["HOOKLEDGER_DEMO_DIR"] = directory.as_posix()
     handlers.reset()
+    dashboard_port = opts.dashboard_port or 8501
+    if opts.dashboard:
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.bind(("127.0.0.1", dashboard_port))
+        except OSError:
+            raise HookledgerError(
+                f"port {dashboard_port} on 127.0.0.1 is in use (another dashboard?): "
+                "choose another with --port, or use --no-dashboard"
+            ) from None
     sandbox_sock, receiver_sock = _bind(), _bind()
     sandbox_url = f"http://127.0.0.1:{sandbox_sock.getsockname()[1]}"
-    dashboard_port = opts.dashboard_port or 8501
     config_path = prepare_workspace(
         directory, sandbox_url, receiver_sock.getsockname()[1], dashboard_port
     )
