@@ -63,6 +63,15 @@ def test_other_commands_work_on_the_demo_workspace(
         == 0
     )
     assert "dead" in capsys.readouterr().out
+    # the worker command loads the demo's handlers from the config: a replayed dead letter fails
+    # again for the same planted reason and is dead again
+    args = ["--source", dead["source"], "--config", config]
+    assert main(["replay", dead["event_id"], *args, "--reason", "try again"]) == 0
+    assert main(["worker", "--once", "--config", config]) == 0
+    capsys.readouterr()
+    assert main(["events", "show", dead["event_id"], *args, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["event"]["status"] == "dead" and "demo:" in shown["event"]["last_error"]
 
 
 def test_a_rerun_starts_from_a_fresh_workspace(demo: Path) -> None:

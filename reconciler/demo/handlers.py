@@ -1,5 +1,6 @@
-"""The demo application's webhook handlers, registered for the demo's three sources on import
-(``[worker] handlers = ["reconciler.demo.handlers"]`` in ``var/demo/config.toml``).
+"""The demo application's webhook handlers, for the demo's three sources: the in-process demo
+uses :func:`registry`; ``hookledger worker --config var/demo/config.toml`` imports
+``reconciler.demo.worker_handlers`` (``[worker] handlers``), which registers them process-wide.
 
 They write the application's own database (``$HOOKLEDGER_DEMO_DIR/business.db``) idempotently:
 absolute state, "only if newer". Two things are deliberately wrong, as in real applications, and
@@ -23,7 +24,7 @@ from sqlalchemy import Connection, Engine, insert
 
 from reconciler.demo.business import github_items, invoices, ledger, orders
 from reconciler.errors import ConfigError, PermanentError, TransientError
-from reconciler.inbox.handlers import Event, handler, upsert_if_newer
+from reconciler.inbox.handlers import Event, HandlerRegistry, upsert_if_newer
 from reconciler.storage.engine import make_engine
 
 STEP = {"invoice.created": 0, "invoice.finalized": 1, "invoice.paid": 2, "invoice.voided": 2}
@@ -68,7 +69,6 @@ def _planted(event: Event) -> None:
         raise TransientError("demo: the receipt mailer timed out", retry_after=0.2)
 
 
-@handler("stripe")
 def stripe_event(event: Event, conn: Connection) -> None:
     obj: dict[str, Any] = event.payload["data"]["object"]
     if obj.get("object") != "invoice" or event.event_type not in STEP:
@@ -101,7 +101,6 @@ def stripe_event(event: Event, conn: Connection) -> None:
     _planted(event)
 
 
-@handler("shopify")
 def shopify_order(event: Event, conn: Connection) -> None:
     _planted(event)
     order: dict[str, Any] = event.payload
@@ -122,7 +121,6 @@ def shopify_order(event: Event, conn: Connection) -> None:
         )
 
 
-@handler("github")
 def github_activity(event: Event, conn: Connection) -> None:
     _planted(event)
     kind = (event.event_type or "").split(".")[0]
@@ -143,3 +141,17 @@ def github_activity(event: Event, conn: Connection) -> None:
             key=["item_id"],
             version="updated_at",
         )
+
+
+def register(registry: HandlerRegistry) -> HandlerRegistry:
+    """The demo's handlers on ``registry`` (every type of each demo source)."""
+    registry.register("stripe", "*", stripe_event)
+    registry.register("shopify", "*", shopify_order)
+    registry.register("github", "*", github_activity)
+    return registry
+
+
+def registry() -> HandlerRegistry:
+    """A registry with only the demo's handlers: the in-process demo uses it, so handlers another
+    module registered on the process-wide registry can never take the demo's events."""
+    return register(HandlerRegistry())

@@ -52,7 +52,6 @@ from reconciler.config import Settings, load_config
 from reconciler.demo import handlers, truth
 from reconciler.demo.business import invoices, metadata, orders
 from reconciler.errors import HookledgerError
-from reconciler.inbox.handlers import default_registry, load_handler_modules
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
 from reconciler.ops.overview import UNPROCESSED
@@ -92,7 +91,7 @@ host = "127.0.0.1"
 port = {receiver_port}
 
 [worker]
-handlers = ["reconciler.demo.handlers"]
+handlers = ["reconciler.demo.worker_handlers"]
 max_attempts = 3
 backoff_base_seconds = 0.2
 backoff_max_seconds = 1.0
@@ -368,8 +367,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
     business = make_engine(f"sqlite:///{directory / 'business.db'}")
     upgrade(engine)
     metadata.create_all(business)
-    load_handler_modules(settings.worker.handlers)
-    worker = Worker(engine, settings, default_registry)
+    worker = Worker(engine, settings, handlers.registry())
 
     def snapshots(stop: threading.Event) -> None:
         while not stop.wait(1.0):
