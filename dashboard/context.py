@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import streamlit as st
@@ -62,9 +62,10 @@ def identity() -> Identity:
 
 
 def now() -> datetime:
-    """Now, rounded down to 10 s so cached reads are shared by reruns within the TTL."""
-    t = datetime.now(UTC)
-    return t.replace(second=t.second - t.second % 10, microsecond=0)
+    """Now, rounded UP to the next 10 s, so reruns within those seconds share cached reads and
+    a range ending "now" still includes what was written a moment ago (ages read up to 10 s high)."""
+    t = datetime.now(UTC).replace(microsecond=0)
+    return t + timedelta(seconds=10 - t.second % 10)
 
 
 @contextmanager

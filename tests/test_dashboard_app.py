@@ -284,3 +284,22 @@ def test_empty_and_unreachable_databases_show_a_message(
     at.run()
     assert not at.exception
     assert at.error[0].value.startswith("Cannot reach the database")
+
+
+def test_what_was_written_a_moment_ago_is_counted(dash: Dash) -> None:
+    """The range ends at "now" rounded up (for the cache), never down: fresh rows are in it."""
+    from sqlalchemy import insert
+
+    from reconciler.storage.models import DELIVERIES
+    from reconciler.storage.types import utcnow
+
+    with dash.engine.begin() as conn:
+        conn.execute(
+            insert(DELIVERIES).values(
+                source="github", received_at=utcnow(), outcome="rejected", status_code=401
+            )
+        )
+    at = dash.app()
+    at.selectbox(key="ov_range").set_value("Last hour").run()
+    github = dict(zip(KPI_LABELS, [m.value for m in at.metric][8:16], strict=True))
+    assert github["Rejected"] == "1"
