@@ -95,8 +95,8 @@ def bare_arm(engine: Engine, n: int) -> float:
             (stamp, event_id),
         )
         cur.execute(
-            "INSERT INTO processing_attempts (inbox_event_id, attempt, worker, started_at, finished_at, outcome) "
-            f"VALUES ({mark}, 1, 'bare', {mark}, {mark}, 'processed')",
+            "INSERT INTO processing_attempts (inbox_event_id, source, attempt, worker, started_at, finished_at, outcome) "
+            f"VALUES ({mark}, 'stripe', 1, 'bare', {mark}, {mark}, 'processed')",
             (event_id, stamp, stamp),
         )
         raw.commit() if engine.dialect.name != "sqlite" else cur.execute("COMMIT")
