@@ -33,15 +33,20 @@ def _ts(value: Any) -> datetime | None:
     return datetime.fromtimestamp(value, UTC) if isinstance(value, int) else None
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    # ``type(...) is dict`` first: decoded JSON is plain dicts, and the ABC check costs more (per event)
+    return value if type(value) is dict or isinstance(value, Mapping) else {}
+
+
 def event_record(event: Mapping[str, Any]) -> Record:
-    obj = event.get("data", {}).get("object", {}) if isinstance(event.get("data"), Mapping) else {}
-    obj = obj if isinstance(obj, Mapping) else {}
+    obj = _mapping(_mapping(event.get("data")).get("object"))
     created = event.get("created")
+    object_id = obj.get("id")
     return Record(
         event_id=str(event["id"]),
         event_type=event.get("type"),
         object_type=obj.get("object"),
-        object_id=str(obj["id"]) if obj.get("id") is not None else None,
+        object_id=str(object_id) if object_id is not None else None,
         occurred_at=_ts(created),
         # Stripe objects carry no version; the event's creation time orders states of one object.
         object_version=str(created) if created is not None else None,

@@ -7,13 +7,11 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, delete, func, insert, select, text
 
 from reconciler.storage.dialect import PrecompiledMultiRowWrite, PrecompiledWrite, insert_for
-from reconciler.storage.models import RECON_SEEN
+from reconciler.storage.models import QUEUE_SNAPSHOTS_HOURLY as T
 
 
 def _build(conn):  # type: ignore[no-untyped-def]
-    return insert_for(conn, RECON_SEEN).on_conflict_do_nothing(
-        index_elements=["source", "event_id"]
-    )
+    return insert_for(conn, T).on_conflict_do_nothing(index_elements=["source", "hour"])
 
 
 def test_multi_row_and_single_row_writes_store_what_sqlalchemy_stores(engine: Engine) -> None:
@@ -21,36 +19,34 @@ def test_multi_row_and_single_row_writes_store_what_sqlalchemy_stores(engine: En
     rows = [
         {
             "source": "s",
-            "event_id": f"e{i}",
-            "occurred_at": base + timedelta(minutes=7 * ((i * 5) % 11)),
+            "hour": base + timedelta(minutes=i, microseconds=7 * ((i * 5) % 11)),
+            "max_unprocessed": i,
+            "max_oldest_age_seconds": i / 7,
         }
         for i in range(1203)
     ]
     with engine.begin() as conn:
-        conn.execute(insert(RECON_SEEN), [dict(r, source="reference") for r in rows])
+        conn.execute(insert(T), [dict(r, source="reference") for r in rows])
         PrecompiledMultiRowWrite(_build).execute(conn, rows)  # three chunks: 500, 500, 203
         PrecompiledWrite(_build).execute(conn, [dict(r, source="single") for r in rows[:3]])
         PrecompiledMultiRowWrite(_build).execute(conn, rows[:10])  # conflicts: nothing added
     with engine.connect() as conn:
         raw = {
-            (s, e): str(t)
-            for s, e, t in conn.execute(
-                text("SELECT source, event_id, CAST(occurred_at AS TEXT) FROM recon_seen")
+            (s, n): (str(t), f)
+            for s, t, n, f in conn.execute(
+                text(
+                    "SELECT source, CAST(hour AS TEXT), max_unprocessed, max_oldest_age_seconds "
+                    "FROM queue_snapshots_hourly"
+                )
             )
         }
-        counts = dict(
-            conn.execute(
-                select(RECON_SEEN.c.source, func.count()).group_by(RECON_SEEN.c.source)
-            ).all()
-        )
-        minimum = conn.execute(
-            select(func.min(RECON_SEEN.c.occurred_at)).where(RECON_SEEN.c.source == "s")
-        ).scalar()
+        counts = dict(conn.execute(select(T.c.source, func.count()).group_by(T.c.source)).all())
+        minimum = conn.execute(select(func.min(T.c.hour)).where(T.c.source == "s")).scalar()
     assert counts == {"reference": 1203, "s": 1203, "single": 3}
     for r in rows:  # byte for byte the representation SQLAlchemy's own insert produced
-        assert raw[("s", r["event_id"])] == raw[("reference", r["event_id"])]
+        assert raw[("s", r["max_unprocessed"])] == raw[("reference", r["max_unprocessed"])]
     for r in rows[:3]:
-        assert raw[("single", r["event_id"])] == raw[("reference", r["event_id"])]
-    assert minimum == min(r["occurred_at"] for r in rows)
+        assert raw[("single", r["max_unprocessed"])] == raw[("reference", r["max_unprocessed"])]
+    assert minimum == min(r["hour"] for r in rows)
     with engine.begin() as conn:
-        conn.execute(delete(RECON_SEEN))
+        conn.execute(delete(T))

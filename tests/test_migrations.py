@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert
 
-from reconciler.storage.migrate import current_revision, head_revision, upgrade
-from reconciler.storage.models import Base
+from reconciler.reconcile.seen import scan_start
+from reconciler.storage.migrate import alembic_config, current_revision, head_revision, upgrade
+from reconciler.storage.models import RECON_SEEN, Base
 
 
 def test_migrations_match_models_and_rerun_is_safe(engine: Engine) -> None:
@@ -18,3 +22,28 @@ def test_migrations_match_models_and_rerun_is_safe(engine: Engine) -> None:
             MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
         )
     assert diff == []
+
+
+def test_0005_keeps_the_ids_of_a_scan_in_progress_both_ways(engine: Engine) -> None:
+    """A scan interrupted before an upgrade (or a downgrade) resumes with the ids it had seen."""
+    at = datetime(2026, 11, 30, 10, 0, 0, 250000, tzinfo=UTC)
+    rows = [
+        {"source": "s", "event_id": "e1", "occurred_epoch": at.timestamp() + 60},
+        {"source": "s", "event_id": "e1", "occurred_epoch": at.timestamp()},  # seen twice
+        {"source": "s", "event_id": "e2", "occurred_epoch": None},
+        {"source": "t", "event_id": "e1", "occurred_epoch": at.timestamp() - 60},
+    ]
+    with engine.begin() as conn:
+        conn.execute(insert(RECON_SEEN), rows)
+    command.downgrade(alembic_config(engine), "0004")
+    with engine.connect() as conn:
+        old = conn.exec_driver_sql(
+            "SELECT source, event_id FROM recon_seen ORDER BY source, event_id"
+        ).all()
+    assert [tuple(r) for r in old] == [("s", "e1"), ("s", "e2"), ("t", "e1")]
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert scan_start(conn, "s") == at
+        assert scan_start(conn, "t") == datetime.fromtimestamp(at.timestamp() - 60, UTC)
+        ids = conn.exec_driver_sql("SELECT source, event_id FROM recon_seen").all()
+    assert sorted(tuple(r) for r in ids) == [("s", "e1"), ("s", "e2"), ("t", "e1")]

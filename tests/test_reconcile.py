@@ -41,7 +41,7 @@ from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.inbox.worker import Worker
 from reconciler.reconcile.engine import Reconciler
 from reconciler.reconcile.lease import acquire
-from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS, RECON_RUNS
+from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS, RECON_RUNS, RECON_SEEN
 from tests.conftest import RunningServer, start_server
 
 SECRET = "whsec_test_secret"
@@ -377,10 +377,35 @@ def test_a_run_interrupted_after_page_p_then_resumed_equals_one_run(
         scenario.reconciler().run("stripe", stop_after_pages=stop_after)
     with scenario.engine.connect() as conn:
         runs = conn.execute(select(RECON_RUNS.c.status, RECON_RUNS.c.records_scanned)).all()
+        seen = conn.execute(select(func.count()).select_from(RECON_SEEN)).scalar_one()
     assert [(str(s), n) for s, n in runs] == [("failed", stop_after * 25)]
+    assert seen == stop_after * 25  # what the interrupted scan saw is kept for the orphan anti-join
     resumed = scenario.reconciler().run("stripe")
     assert resumed.records_scanned == 150 - stop_after * 25
     assert scenario.found() == scenario.expected
+    scenario.reconciler().run("stripe")  # and a next run changes nothing
+    assert scenario.found() == scenario.expected
+
+
+def test_an_orphan_the_source_lists_later_is_resolved_the_other_stays_open(
+    scenario: Scenario,
+) -> None:
+    scenario.reconciler().run("stripe")
+    orphans = sorted(r for k, r, _ in scenario.found() if k == "orphaned")
+    assert len(orphans) == 2
+    listed, unlisted = orphans
+    with scenario.engine.connect() as conn:
+        body = conn.execute(
+            select(INBOX_EVENTS.c.body).where(INBOX_EVENTS.c.event_id == listed)
+        ).scalar_one()
+    event = json.loads(body)
+    events = scenario.world.stripe_events  # oldest first: the sandbox bisects on creation time
+    at = next((i for i, e in enumerate(events) if e["created"] > event["created"]), len(events))
+    events.insert(at, event)
+    summary = scenario.reconciler().run("stripe", full=True)  # its window holds the event again
+    assert ("orphaned", listed, "") in scenario.found("resolved")
+    assert ("orphaned", unlisted, "") in scenario.found("open")
+    assert summary.found.get("orphaned") == 1
 
 
 def test_dry_run_writes_nothing(scenario: Scenario) -> None:

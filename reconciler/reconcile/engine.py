@@ -34,7 +34,7 @@ from reconciler.reconcile import findings as F
 from reconciler.reconcile.business import BoundCheck, bind_checks, duplicated, rows_by_key
 from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
 from reconciler.reconcile.lease import acquire, release
-from reconciler.storage.dialect import PrecompiledMultiRowWrite, insert_for
+from reconciler.reconcile.seen import present_event_ids, remember_seen, scan_start
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
@@ -104,13 +104,6 @@ def _object_of(record: Record) -> Mapping[str, Any]:
 def reconcilable_sources(settings: Settings) -> list[SourceSettings]:
     """Enabled sources whose provider API can be read (they name an API key or an App key)."""
     return [s for s in settings.sources if s.enabled and (s.api_key_env or s.private_key_env)]
-
-
-_SEEN_WRITE = PrecompiledMultiRowWrite(
-    lambda conn: insert_for(conn, RECON_SEEN).on_conflict_do_nothing(
-        index_elements=["source", "event_id"]
-    )
-)
 
 
 class Reconciler:
@@ -254,21 +247,20 @@ class Reconciler:
                 if conn.in_transaction() and not dry_run:
                     conn.commit()
                 for page in connector.pages(cursor, options):
-                    tx = None if dry_run else conn.begin()
-                    found = self._page(
-                        conn, biz, source, connector, checks, page, now, grace, fetched
+                    self._commit_page(
+                        conn,
+                        biz,
+                        source,
+                        connector,
+                        checks,
+                        page,
+                        summary,
+                        now,
+                        grace,
+                        fetched,
+                        dry_run,
                     )
-                    if not dry_run:
-                        F.upsert(conn, source.name, summary.run_id, now, found)
-                        self._remember_seen(conn, source.name, page.records)
-                        save_cursor(conn, source.name, page.cursor, summary.run_id)
-                    else:
-                        self._remember_seen(conn, source.name, page.records)
-                    if tx is not None:
-                        tx.commit()
-                    if biz is not conn and biz.in_transaction():
-                        biz.rollback()  # no read transaction held open on the business database
-                    self._account(summary, page, found)
+                    self._account(summary, page)
                     if progress:
                         progress(source.name, summary.records_scanned)
                     if stop_after_pages is not None and summary.pages >= stop_after_pages:
@@ -281,11 +273,44 @@ class Reconciler:
                 if outer is not None:
                     outer.rollback()
 
-    def _account(self, summary: RunSummary, page: Page, found: Sequence[F.Finding]) -> None:
-        summary.pages += 1
-        summary.records_scanned += len(page.records)
+    def _commit_page(
+        self,
+        conn: Connection,
+        biz: Connection,
+        source: SourceSettings,
+        connector: Connector,
+        checks: list[BoundCheck],
+        page: Page,
+        summary: RunSummary,
+        now: datetime,
+        grace: timedelta,
+        fetched: dict[tuple[str, str], Mapping[str, Any] | None],
+        dry_run: bool,
+    ) -> None:
+        """One transaction: the page's lookups, its findings, its seen ids and the cursor after it. A
+        run that dies resumes after the last committed page, losing and repeating nothing (findings are
+        upserts by natural key; seen ids only feed an anti-join, where an id seen twice is harmless).
+
+        Several pages per transaction were measured and bring nothing once the seen ids are a heap
+        (100k events, SQLite: 2.39-2.53 s a page per commit, 2.73-2.82 s at ten, 2.76-2.99 s at twenty;
+        PostgreSQL within the noise), and they hold more records in memory."""
+        tx = None if dry_run else conn.begin()
+        found = self._page(conn, biz, source, connector, checks, page.records, now, grace, fetched)
+        if not dry_run:
+            F.upsert(conn, source.name, summary.run_id, now, found)
+        remember_seen(conn, source.name, page.records)
+        if not dry_run:
+            save_cursor(conn, source.name, page.cursor, summary.run_id)
+        if tx is not None:
+            tx.commit()
+        if biz is not conn and biz.in_transaction():
+            biz.rollback()  # no read transaction held open on the business database
         for f in found:
             summary.add(f.kind)
+
+    def _account(self, summary: RunSummary, page: Page) -> None:
+        summary.pages += 1
+        summary.records_scanned += len(page.records)
         times = [r.occurred_at for r in page.records if r.occurred_at is not None]
         if times:
             summary.window_start = min(
@@ -303,12 +328,6 @@ class Reconciler:
                 }
             )
 
-    def _remember_seen(self, conn: Connection, source: str, records: Sequence[Record]) -> None:
-        seen = {r.event_id: r.occurred_at for r in records if r.event_id}
-        _SEEN_WRITE.execute(
-            conn, [{"source": source, "event_id": i, "occurred_at": t} for i, t in seen.items()]
-        )
-
     def _page(
         self,
         conn: Connection,
@@ -316,25 +335,16 @@ class Reconciler:
         source: SourceSettings,
         connector: Connector,
         checks: list[BoundCheck],
-        page: Page,
+        records: Sequence[Record],
         now: datetime,
         grace: timedelta,
         fetched: dict[tuple[str, str], Mapping[str, Any] | None],
     ) -> list[F.Finding]:
-        settled = [r for r in page.records if r.occurred_at is None or r.occurred_at <= now - grace]
+        settled = [r for r in records if r.occurred_at is None or r.occurred_at <= now - grace]
         found: list[F.Finding] = []
         # which of the page's events / objects the inbox holds (one query each)
         event_ids = sorted({r.event_id for r in settled if r.event_id})
-        present_events = set()
-        if event_ids:
-            present_events = {
-                row[0]
-                for row in conn.execute(
-                    select(E.c.event_id).where(
-                        E.c.source == source.name, E.c.event_id.in_(event_ids)
-                    )
-                )
-            }
+        present_events = present_event_ids(conn, source.name, event_ids)
         object_keys = sorted(
             {(r.object_type or "", r.object_id) for r in settled if not r.event_id and r.object_id}
         )
@@ -498,11 +508,9 @@ class Reconciler:
     ) -> None:
         run_id = summary.run_id
         # The scan's window starts at the oldest record it saw, in this run or an interrupted one.
-        scan_start = conn.execute(
-            select(func.min(RECON_SEEN.c.occurred_at)).where(RECON_SEEN.c.source == source.name)
-        ).scalar()
-        if scan_start is not None and source.kind != "shopify":
-            orphans = F.record_orphans(conn, source.name, run_id, now, scan_start, grace)
+        start = scan_start(conn, source.name)
+        if start is not None and source.kind != "shopify":
+            orphans = F.record_orphans(conn, source.name, run_id, now, start, grace)
             summary.add(DiscrepancyKind.ORPHANED, orphans)
         stuck, dead = F.record_stuck_and_dead(
             conn, source.name, run_id, now, timedelta(seconds=self.cfg.stuck_after_seconds)

@@ -14,6 +14,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Enum,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -288,13 +289,22 @@ class Discrepancy(Base):
 
 class ReconSeen(Base):
     """Event ids the current scan of a source has seen (for the orphan anti-join). Written with each
-    page, so a scan interrupted and resumed by a later run still has them; cleared when it completes."""
+    committed batch of pages, so a scan interrupted and resumed by a later run still has them; cleared
+    when it completes.
+
+    An append-only heap on purpose: no index on the event id. Ids arrive in the source's order, which is
+    random for an index on them; maintaining one cost more than the rest of the run (every page touched
+    ~100 index leaves, all written to the WAL at commit: 2.0 of 4.2 s at 100k events). The anti-join
+    runs once per scan, where SQLite builds an automatic index and PostgreSQL hashes. An id listed twice
+    (overlap, a resumed scan) is two rows, which an EXISTS does not mind. ``occurred_epoch`` (seconds,
+    for the scan's window start) is a plain number so the rows need no per-value conversion."""
 
     __tablename__ = "recon_seen"
 
-    source: Mapped[str] = mapped_column(String(64), primary_key=True)
-    event_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    occurred_at: Mapped[datetime | None]
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(String(64))
+    event_id: Mapped[str] = mapped_column(String(255))
+    occurred_epoch: Mapped[float | None] = mapped_column(Float)
 
 
 class ReconLease(Base):
