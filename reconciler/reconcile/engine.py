@@ -106,6 +106,22 @@ def reconcilable_sources(settings: Settings) -> list[SourceSettings]:
     return [s for s in settings.sources if s.enabled and (s.api_key_env or s.private_key_env)]
 
 
+@dataclass
+class _Scan:
+    """What every page of one scan shares."""
+
+    conn: Connection
+    biz: Connection  # the business tables' connection (``conn`` itself when they share a database)
+    source: SourceSettings
+    connector: Connector
+    checks: list[BoundCheck]
+    summary: RunSummary
+    now: datetime
+    grace: timedelta
+    dry_run: bool
+    fetched: dict[tuple[str, str], Mapping[str, Any] | None] = field(default_factory=dict)
+
+
 class Reconciler:
     def __init__(
         self,
@@ -237,8 +253,8 @@ class Reconciler:
             full=full or since is not None,
             overlap=timedelta(seconds=self.cfg.overlap_seconds),
         )
-        fetched: dict[tuple[str, str], Mapping[str, Any] | None] = {}
         with self.engine.connect() as conn, self._business(conn) as biz:
+            scan = _Scan(conn, biz, source, connector, checks, summary, now, grace, dry_run)
             outer = conn.begin() if dry_run else None  # dry run: one transaction, rolled back
             try:
                 cursor = None if options.full else load_cursor(conn, source.name)
@@ -247,19 +263,7 @@ class Reconciler:
                 if conn.in_transaction() and not dry_run:
                     conn.commit()
                 for page in connector.pages(cursor, options):
-                    self._commit_page(
-                        conn,
-                        biz,
-                        source,
-                        connector,
-                        checks,
-                        page,
-                        summary,
-                        now,
-                        grace,
-                        fetched,
-                        dry_run,
-                    )
+                    self._commit_page(scan, page)
                     self._account(summary, page)
                     if progress:
                         progress(source.name, summary.records_scanned)
@@ -273,20 +277,7 @@ class Reconciler:
                 if outer is not None:
                     outer.rollback()
 
-    def _commit_page(
-        self,
-        conn: Connection,
-        biz: Connection,
-        source: SourceSettings,
-        connector: Connector,
-        checks: list[BoundCheck],
-        page: Page,
-        summary: RunSummary,
-        now: datetime,
-        grace: timedelta,
-        fetched: dict[tuple[str, str], Mapping[str, Any] | None],
-        dry_run: bool,
-    ) -> None:
+    def _commit_page(self, scan: _Scan, page: Page) -> None:
         """One transaction: the page's lookups, its findings, its seen ids and the cursor after it. A
         run that dies resumes after the last committed page, losing and repeating nothing (findings are
         upserts by natural key; seen ids only feed an anti-join, where an id seen twice is harmless).
@@ -294,19 +285,20 @@ class Reconciler:
         Several pages per transaction were measured and bring nothing once the seen ids are a heap
         (100k events, SQLite: 2.39-2.53 s a page per commit, 2.73-2.82 s at ten, 2.76-2.99 s at twenty;
         PostgreSQL within the noise), and they hold more records in memory."""
-        tx = None if dry_run else conn.begin()
-        found = self._page(conn, biz, source, connector, checks, page.records, now, grace, fetched)
-        if not dry_run:
-            F.upsert(conn, source.name, summary.run_id, now, found)
-        remember_seen(conn, source.name, page.records)
-        if not dry_run:
-            save_cursor(conn, source.name, page.cursor, summary.run_id)
+        conn, name, run_id = scan.conn, scan.source.name, scan.summary.run_id
+        tx = None if scan.dry_run else conn.begin()
+        found = self._page(scan, page.records)
+        if not scan.dry_run:
+            F.upsert(conn, name, run_id, scan.now, found)
+        remember_seen(conn, name, page.records)
+        if not scan.dry_run:
+            save_cursor(conn, name, page.cursor, run_id)
         if tx is not None:
             tx.commit()
-        if biz is not conn and biz.in_transaction():
-            biz.rollback()  # no read transaction held open on the business database
+        if scan.biz is not conn and scan.biz.in_transaction():
+            scan.biz.rollback()  # no read transaction held open on the business database
         for f in found:
-            summary.add(f.kind)
+            scan.summary.add(f.kind)
 
     def _account(self, summary: RunSummary, page: Page) -> None:
         summary.pages += 1
@@ -328,18 +320,14 @@ class Reconciler:
                 }
             )
 
-    def _page(
-        self,
-        conn: Connection,
-        biz: Connection,
-        source: SourceSettings,
-        connector: Connector,
-        checks: list[BoundCheck],
-        records: Sequence[Record],
-        now: datetime,
-        grace: timedelta,
-        fetched: dict[tuple[str, str], Mapping[str, Any] | None],
-    ) -> list[F.Finding]:
+    def _page(self, scan: _Scan, records: Sequence[Record]) -> list[F.Finding]:
+        conn, source, connector, now, grace = (
+            scan.conn,
+            scan.source,
+            scan.connector,
+            scan.now,
+            scan.grace,
+        )
         settled = [r for r in records if r.occurred_at is None or r.occurred_at <= now - grace]
         found: list[F.Finding] = []
         # which of the page's events / objects the inbox holds (one query each)
@@ -378,7 +366,7 @@ class Reconciler:
                 continue
             reported.add(key)
             check = next(
-                (c for c in checks if c.check.applies_to(r.object_type, r.event_type)), None
+                (c for c in scan.checks if c.check.applies_to(r.object_type, r.event_type)), None
             )
             obj = _object_of(r)
             found.append(
@@ -399,18 +387,12 @@ class Reconciler:
                     else {},
                 )
             )
-        for check in checks:
-            found.extend(self._check(biz, connector, check, settled, received_keys, fetched))
+        for check in scan.checks:
+            found.extend(self._check(scan, check, settled, received_keys))
         return found
 
     def _check(
-        self,
-        biz: Connection,
-        connector: Connector,
-        check: BoundCheck,
-        records: Sequence[Record],
-        received_keys: set[str],
-        fetched: dict[tuple[str, str], Mapping[str, Any] | None],
+        self, scan: _Scan, check: BoundCheck, records: Sequence[Record], received_keys: set[str]
     ) -> list[F.Finding]:
         """Objects of this check with at least one received event, judged against the newest record the
         source lists for them (received or not), confirmed with the current state when they differ."""
@@ -429,8 +411,8 @@ class Reconciler:
         if not latest:
             return []
         keys = sorted(latest)
-        rows = rows_by_key(biz, check, keys)
-        dups = duplicated(biz, check, keys)
+        rows = rows_by_key(scan.biz, check, keys)
+        dups = duplicated(scan.biz, check, keys)
         out: list[F.Finding] = []
         for object_id in keys:
             r = latest[object_id]
@@ -457,7 +439,7 @@ class Reconciler:
             diffs = diff_fields(obj, found_rows[0], cfg.fields)
             if diffs and r.object_type:
                 # Judge against the source's latest state, never an older event's snapshot.
-                current = self._current(connector, r.object_type, object_id, fetched)
+                current = self._current(scan.connector, r.object_type, object_id, scan.fetched)
                 if current is not None:
                     obj = current
                     diffs = diff_fields(current, found_rows[0], cfg.fields)
