@@ -264,7 +264,13 @@ class Prefetcher:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return self._pool.submit(fn, *args, **kwargs)
+        future = self._pool.submit(fn, *args, **kwargs)
+        # Hand the GIL to the worker now, so the request leaves before the caller's CPU-bound work
+        # instead of at the interpreter's next forced switch (up to 5 ms later): without this the
+        # provider's latency barely overlapped with record building and the reconciler's page work
+        # (100k Stripe events, SQLite, interleaved: reconcile 2.10-2.23 s with it, 2.35-2.46 s without).
+        time.sleep(0)
+        return future
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
