@@ -187,7 +187,7 @@ def main() -> None:
     parser.add_argument(
         "--lookup-rounds",
         type=int,
-        help="rounds of the one-lookup-per-event arm (default: all; at 1M one takes 4-7 minutes)",
+        help="rounds of the one-lookup-per-event arm (default: all; at 1M one takes 2-4 minutes)",
     )
     parser.add_argument("--arm", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
