@@ -722,3 +722,16 @@ def test_shopify_overlap_rereads_the_boundary_but_never_moves_the_cursor_back(
     }
     assert {r.object_id for p in again for r in p.records} == expected and expected
     assert cursor2 == cursor
+
+
+def test_decode_json_is_exact_and_falls_back_where_orjson_refuses() -> None:
+    import json
+
+    from connectors.http import decode_json
+
+    page = json.dumps({"data": [{"id": "evt_1", "amount": 2**63 - 1, "x": 1.5, "s": "é"}]})
+    assert decode_json(page.encode()) == json.loads(page)
+    assert decode_json(b'\xef\xbb\xbf{"a": 1}') == {"a": 1}  # a byte order mark: json takes it
+    assert decode_json(b'{"a": NaN}')["a"] != 0  # NaN is not JSON; json still reads it
+    with pytest.raises(ValueError):
+        decode_json(b"<html>not json</html>")
