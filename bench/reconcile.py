@@ -2,7 +2,9 @@
 baselines, on SQLite and PostgreSQL, for each size, in one run.
 
 Arms, each in a fresh process (so its peak RSS is its own), interleaved over the rounds:
-- ``bare``: page the source (httpx + JSON decode, nothing else);
+- ``bare``: page the source (httpx + ``json`` decode, nothing else): the issue's baseline;
+- ``bare_orjson``: the same loop decoding with orjson, as the connectors do (shown so that the part of
+  the ratio the decoder buys is visible: the ratio against it is printed too);
 - ``reconcile``: ``Reconciler.run(full=True)`` (the real thing: pages, batched lookups, upserts);
 - ``lookup``: page the source and run one SELECT per event (how simple checkers work);
 - ``pandas``: load every source event and the whole inbox into pandas and merge.
@@ -33,18 +35,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import PYTHON, ROOT, free_port, median, pg_schema, pinned, process, sqlite_db
 
 KEY = "sk_test_sandbox"
-ARMS = ("bare", "reconcile", "lookup", "pandas")
+ARMS = ("bare", "bare_orjson", "reconcile", "lookup", "pandas")
 
 
-def page_events(sandbox: str) -> Any:
-    """The source's events, page by page, as the bare loop reads them."""
+def page_events(sandbox: str, decode: Any = None) -> Any:
+    """The source's events, page by page, as the bare loop reads them (``decode``: bytes -> JSON,
+    default ``response.json()``)."""
     since = int((datetime.now(UTC) - timedelta(hours=48)).timestamp())
     with httpx.Client(
         base_url=sandbox, headers={"Authorization": f"Bearer {KEY}"}, timeout=60
     ) as client:
         params: dict[str, Any] = {"limit": 100, "created[gte]": since}
         while True:
-            body = client.get("/v1/events", params=params).json()
+            response = client.get("/v1/events", params=params)
+            body = decode(response.content) if decode else response.json()
             yield body["data"]
             if not body["has_more"]:
                 return
@@ -84,7 +88,9 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
     # (and only that, so each arm's peak RSS is its own).
     if name == "pandas":
         import pandas  # noqa: F401
-    if name != "bare":
+    if name == "bare_orjson":
+        import orjson
+    if not name.startswith("bare"):
         import sqlalchemy  # noqa: F401
 
         import reconciler.reconcile.engine  # noqa: F401
@@ -92,6 +98,8 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
     t = time.perf_counter()
     if name == "bare":
         count = sum(len(page) for page in page_events(sandbox))
+    elif name == "bare_orjson":
+        count = sum(len(page) for page in page_events(sandbox, orjson.loads))
     elif name == "reconcile":
         from reconciler.config import parse_settings
         from reconciler.reconcile.engine import Reconciler
@@ -231,8 +239,10 @@ def main() -> None:
                             flush=True,
                         )
                     counts = {a: {x["count"] for x in results[a]} for a in ARMS}
-                    if counts["bare"] != {n} or any(
-                        counts[a] != {withheld} for a in ("reconcile", "lookup", "pandas")
+                    if (
+                        counts["bare"] != {n}
+                        or counts["bare_orjson"] != {n}
+                        or any(counts[a] != {withheld} for a in ("reconcile", "lookup", "pandas"))
                     ):
                         raise SystemExit(f"arms disagree: {counts} (withheld {withheld})")
                     row = {"n": n, "db": dialect}
@@ -243,12 +253,15 @@ def main() -> None:
                 finally:
                     ctx.__exit__(None, None, None)
     print(
-        f"\n{'n':>8} {'db':<10} {'bare s':>8} {'reconcile s':>12} {'ratio':>6} {'lookup s':>9} {'pandas s':>9} {'reconcile MB':>13} {'pandas MB':>10}"
+        f"\n{'n':>8} {'db':<10} {'bare s':>8} {'reconcile s':>12} {'ratio':>6} {'bare orjson s':>14} {'ratio':>6} "
+        f"{'lookup s':>9} {'pandas s':>9} {'reconcile MB':>13} {'pandas MB':>10}"
     )
     for row in table:
         print(
-            f"{row['n']:>8} {row['db']:<10} {row['bare_s']:>8.2f} {row['reconcile_s']:>12.2f} {row['reconcile_s'] / row['bare_s']:>6.2f} "
-            f"{row['lookup_s']:>9.2f} {row['pandas_s']:>9.2f} {row['reconcile_mb']:>13.0f} {row['pandas_mb']:>10.0f}"
+            f"{row['n']:>8} {row['db']:<10} {row['bare_s']:>8.2f} {row['reconcile_s']:>12.2f} "
+            f"{row['reconcile_s'] / row['bare_s']:>6.2f} {row['bare_orjson_s']:>14.2f} "
+            f"{row['reconcile_s'] / row['bare_orjson_s']:>6.2f} {row['lookup_s']:>9.2f} {row['pandas_s']:>9.2f} "
+            f"{row['reconcile_mb']:>13.0f} {row['pandas_mb']:>10.0f}"
         )
     print(
         "goals: ratio <= 1.3; reconcile peak RSS < 100 MB at 1M and <= 1.25x the 10k figure; faster than lookup and pandas at 1M"

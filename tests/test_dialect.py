@@ -50,3 +50,29 @@ def test_multi_row_and_single_row_writes_store_what_sqlalchemy_stores(engine: En
     assert minimum == min(r["hour"] for r in rows)
     with engine.begin() as conn:
         conn.execute(delete(T))
+
+
+def test_driver_execute_runs_in_the_callers_transaction_and_wraps_errors(engine: Engine) -> None:
+    import pytest
+    from sqlalchemy.exc import DBAPIError
+
+    from reconciler.storage.dialect import driver_execute
+
+    mark = "?" if engine.dialect.name == "sqlite" else "%s"
+    sql = f"INSERT INTO queue_snapshots_hourly (source, hour, max_unprocessed, max_oldest_age_seconds) VALUES ({mark}, {mark}, 1, 0)"
+    hour = (
+        "2026-11-30 10:00:00.000000"
+        if engine.dialect.name == "sqlite"
+        else datetime(2026, 11, 30, 10, tzinfo=UTC)
+    )
+    with engine.connect() as conn:
+        tx = conn.begin()
+        assert driver_execute(conn, sql, ("raw", hour)) == []  # a write returns no rows
+        assert conn.execute(select(func.count()).where(T.c.source == "raw")).scalar() == 1
+        tx.rollback()  # the raw statement was part of the transaction
+        assert conn.execute(select(func.count()).where(T.c.source == "raw")).scalar() == 0
+        rows = driver_execute(conn, "SELECT 1 + 1")
+        assert [tuple(r) for r in rows] == [(2,)]
+        conn.rollback()
+        with pytest.raises(DBAPIError, match="no_such_table"):  # wrapped as exec_driver_sql does
+            driver_execute(conn, "SELECT * FROM no_such_table")

@@ -408,6 +408,104 @@ def test_an_orphan_the_source_lists_later_is_resolved_the_other_stays_open(
     assert summary.found.get("orphaned") == 1
 
 
+def test_an_unlisted_event_from_before_the_window_is_not_an_orphan(scenario: Scenario) -> None:
+    """An inbox older than the scan's window: the anti-join is bounded by the window (received_at),
+    and what lies before it is neither reported nor read."""
+    old = datetime.now(UTC) - timedelta(days=10)
+    body = json.dumps(
+        {
+            "id": "evt_long_ago",
+            "object": "event",
+            "type": "charge.succeeded",
+            "created": int(old.timestamp()),
+            "data": {"object": {"id": "ch_long_ago", "object": "charge"}},
+        }
+    ).encode()
+    with scenario.engine.begin() as conn:
+        store_items(conn, [IncomingEvent("stripe", parse_stripe({}, body), body, {}, old)])
+        conn.execute(
+            update(INBOX_EVENTS)
+            .where(INBOX_EVENTS.c.event_id == "evt_long_ago")
+            .values(status="processed")
+        )
+    summary = scenario.reconciler().run("stripe")
+    assert scenario.found() == scenario.expected  # the two forged events, not the old one
+    assert summary.found.get("orphaned") == 2
+
+
+def test_sqlite_without_json_each_finds_the_same(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite builds before 3.38 may lack json_each: the page lookup and the seen ids take plain
+    bound parameters instead, with the same result."""
+    from reconciler.reconcile import seen
+
+    monkeypatch.setattr(seen, "_SQLITE_JSON", False)
+    monkeypatch.setattr(seen, "LOOKUP_CHUNK", 7)  # several statements a page
+    scenario.reconciler().run("stripe")
+    assert scenario.found() == scenario.expected
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_postgres_page_commits_skip_the_wal_flush_and_the_pool_gets_it_back(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reconciler.reconcile import engine as engine_module
+
+    during: list[str] = []
+    save = engine_module.save_cursor
+
+    def spy(conn: Connection, *args: Any, **kwargs: Any) -> None:
+        during.append(conn.exec_driver_sql("SHOW synchronous_commit").scalar_one())
+        save(conn, *args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "save_cursor", spy)
+    scenario.reconciler().run("stripe")
+    assert during and set(during) == {"off"}
+    pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
+    try:
+        after = {c.exec_driver_sql("SHOW synchronous_commit").scalar_one() for c in pooled}
+    finally:
+        for c in pooled:
+            c.close()
+    assert after == {"on"}
+    assert scenario.found() == scenario.expected
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_postgres_orphan_pass_plans_with_fresh_statistics_of_the_seen_ids(
+    scenario: Scenario,
+) -> None:
+    """recon_seen is emptied and refilled every scan; stale statistics (autovacuum saw it empty)
+    made PostgreSQL run the anti-join as a nested loop over the heap per inbox row."""
+    from sqlalchemy import event
+
+    with scenario.engine.begin() as conn:  # statistics that say: no ids of this source
+        conn.execute(
+            insert(RECON_SEEN), [{"source": "other", "event_id": str(i)} for i in range(500)]
+        )
+        conn.exec_driver_sql("ANALYZE recon_seen")
+        conn.execute(delete(RECON_SEEN))
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement.strip())
+
+    event.listen(scenario.engine, "before_cursor_execute", record)
+    try:
+        scenario.reconciler().run("stripe")
+    finally:
+        event.remove(scenario.engine, "before_cursor_execute", record)
+    analyze = statements.index("ANALYZE recon_seen")
+    orphans = next(
+        i
+        for i, s in enumerate(statements)
+        if s.startswith("INSERT INTO discrepancies") and "recon_seen" in s
+    )
+    assert analyze < orphans
+    assert scenario.found() == scenario.expected
+
+
 def test_dry_run_writes_nothing(scenario: Scenario) -> None:
     summary = scenario.reconciler().run("stripe", dry_run=True)
     assert sum(summary.found.values()) >= len(scenario.expected)

@@ -194,17 +194,33 @@ def _seen_ids(source: str) -> Any:
     return select(RECON_SEEN.c.event_id).where(RECON_SEEN.c.source == source)
 
 
-def _not_seen(conn: Connection, source: str) -> Any:
+def _not_seen(conn: Connection, source: str, *, whole_inbox: bool) -> Any:
     """The inbox event is not among the ids the scan saw. ``recon_seen`` has no index on the id (see
     ``ReconSeen``), so each dialect gets the form it plans as one pass over it: SQLite materialises a
     ``NOT IN (subquery)`` once into an ephemeral index (a correlated ``NOT EXISTS`` rescanned the table
     per inbox row: 260 s at 100k); PostgreSQL turns ``NOT EXISTS`` into a hash anti-join that spills to
-    disk when large (its ``NOT IN`` is hashed only while the ids fit in ``work_mem``, else rescanned)."""
+    disk when large (its ``NOT IN`` is hashed only while the ids fit in ``work_mem``, else rescanned).
+
+    When the window holds the source's whole inbox (a full rescan), SQLite takes the unseen ids from the
+    unique ``(source, event_id)`` index alone (a covering scan) and reads only those rows from the table:
+    testing every row of the window read the whole table, bodies included (0.34 against 0.13 s at 100k
+    events). For a narrower window that would read every row outside it instead, so the window's
+    ``received_at`` range drives the scan there."""
     if conn.dialect.name == "sqlite":
+        if whole_inbox:
+            unseen = select(E.c.id).where(
+                E.c.source == source, E.c.event_id.not_in(_seen_ids(source))
+            )
+            return E.c.id.in_(unseen)
         return E.c.event_id.not_in(_seen_ids(source))
     return not_(
         exists().where(RECON_SEEN.c.source == source, RECON_SEEN.c.event_id == E.c.event_id)
     )
+
+
+# A webhook is received after the provider created it; this much clock skew between the provider and
+# us is still tolerated when the scan's window is turned into a bound on received_at (indexed).
+CLOCK_SKEW = timedelta(hours=1)
 
 
 def record_orphans(
@@ -217,11 +233,17 @@ def record_orphans(
 ) -> int:
     """Inbox webhook events inside the scan's window that the source did not list: an anti-join in SQL
     against the ids the scan saw (``recon_seen``), never a set in memory."""
+    received_from = window_start - CLOCK_SKEW
+    first_received = conn.execute(
+        select(func.min(E.c.received_at)).where(E.c.source == source)
+    ).scalar()
+    whole_inbox = first_received is None or first_received >= received_from
     where = and_(
         E.c.origin == EventOrigin.WEBHOOK,
         func.coalesce(E.c.occurred_at, E.c.received_at) >= window_start,
+        E.c.received_at >= received_from,
         E.c.received_at <= now - grace,
-        _not_seen(conn, source),
+        _not_seen(conn, source, whole_inbox=whole_inbox),
     )
     return _insert_from(
         conn, source, run_id, now, DiscrepancyKind.ORPHANED, where, "not_listed_by_source"
