@@ -8,7 +8,9 @@ statement here, more than the statement), and the page's ids travel as ONE param
 - SQLite: a JSON array, unpacked by ``json_each``. Inserting 100 seen ids that way takes 110 us against
   265 us for an ``executemany`` of the same rows; the lookup asks for the ids the inbox lacks rather than
   those it holds (one row back instead of ~99): 0.28 against 0.40 s for 1,000 pages of 100.
-- PostgreSQL: a text array, unpacked by ``unnest``; the seen ids go in with ``COPY``.
+- PostgreSQL: a JSON array too, unpacked by ``json_array_elements_text``. psycopg's adaptation of a
+  100-element list parameter cost ~300 us of client CPU a statement (a JSON string: ~0.1 ms less for
+  the lookup), and ``COPY`` of the seen ids ~400 us (the JSON insert: ~210 us).
 
 ``occurred_epoch`` is the oldest occurred time of the page an id came with: the table only serves the
 scan's window start (its minimum), and one value per page spares a per-value conversion in the insert
