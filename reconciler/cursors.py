@@ -23,8 +23,8 @@ def load_cursor(conn: Connection, source: str) -> dict[str, Any] | None:
     return dict(position) if position is not None else None
 
 
-def _cursor_upsert(conn: Connection) -> Any:
-    stmt = insert_for(conn, CURSORS)
+def cursor_upsert(stmt: Any) -> Any:
+    """A dialect's INSERT into cursors made an upsert by source."""
     return stmt.on_conflict_do_update(
         index_elements=["source"],
         set_={
@@ -33,6 +33,10 @@ def _cursor_upsert(conn: Connection) -> Any:
             "run_id": stmt.excluded.run_id,
         },
     )
+
+
+def _cursor_upsert(conn: Connection) -> Any:
+    return cursor_upsert(insert_for(conn, CURSORS))
 
 
 _CURSOR_WRITE = PrecompiledWrite(_cursor_upsert)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, select, text
 
 from reconciler.reconcile.seen import scan_start
 from reconciler.storage.migrate import alembic_config, current_revision, head_revision, upgrade
@@ -33,8 +34,14 @@ def test_0005_keeps_the_ids_of_a_scan_in_progress_both_ways(engine: Engine) -> N
         {"source": "s", "event_id": "e2", "occurred_epoch": None},
         {"source": "t", "event_id": "e1", "occurred_epoch": at.timestamp() - 60},
     ]
+    command.downgrade(alembic_config(engine), "0005")
     with engine.begin() as conn:
-        conn.execute(insert(RECON_SEEN), rows)
+        conn.execute(
+            text(
+                "INSERT INTO recon_seen (source, event_id, occurred_epoch) VALUES (:source, :event_id, :occurred_epoch)"
+            ),
+            rows,
+        )
     command.downgrade(alembic_config(engine), "0004")
     with engine.connect() as conn:
         old = conn.exec_driver_sql(
@@ -45,5 +52,37 @@ def test_0005_keeps_the_ids_of_a_scan_in_progress_both_ways(engine: Engine) -> N
     with engine.connect() as conn:
         assert scan_start(conn, "s") == at
         assert scan_start(conn, "t") == datetime.fromtimestamp(at.timestamp() - 60, UTC)
-        ids = conn.exec_driver_sql("SELECT source, event_id FROM recon_seen").all()
-    assert sorted(tuple(r) for r in ids) == [("s", "e1"), ("s", "e2"), ("t", "e1")]
+        ids = conn.execute(select(RECON_SEEN.c.source, RECON_SEEN.c.event_ids)).all()
+    assert sorted((s, i) for s, arr in ids for i in json.loads(arr)) == [
+        ("s", "e1"),
+        ("s", "e2"),
+        ("t", "e1"),
+    ]
+
+
+def test_0006_packs_and_unpacks_the_seen_ids_of_a_scan_in_progress(engine: Engine) -> None:
+    """One row per page on 0006, one row per id before it: both ways, nothing lost."""
+    with engine.begin() as conn:
+        conn.execute(
+            insert(RECON_SEEN),
+            [
+                {"source": "s", "event_ids": json.dumps(["a", 'b"q', "c"]), "occurred_epoch": 5.0},
+                {"source": "s", "event_ids": json.dumps(["a"]), "occurred_epoch": 3.0},
+                {"source": "t", "event_ids": json.dumps(["é"]), "occurred_epoch": None},
+            ],
+        )
+    command.downgrade(alembic_config(engine), "0005")
+    with engine.connect() as conn:
+        old = conn.exec_driver_sql("SELECT source, event_id, occurred_epoch FROM recon_seen").all()
+    assert sorted(tuple(r) for r in old) == sorted(
+        [("s", "a", 5.0), ("s", 'b"q', 5.0), ("s", "c", 5.0), ("s", "a", 3.0), ("t", "é", None)]
+    )
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert scan_start(conn, "s") == datetime.fromtimestamp(3.0, UTC)
+        new = conn.execute(
+            select(RECON_SEEN.c.source, RECON_SEEN.c.event_ids, RECON_SEEN.c.occurred_epoch)
+        ).all()
+    assert sorted((s, i, at) for s, arr, at in new for i in json.loads(arr)) == sorted(
+        tuple(r) for r in old
+    )

@@ -377,7 +377,9 @@ def test_a_run_interrupted_after_page_p_then_resumed_equals_one_run(
         scenario.reconciler().run("stripe", stop_after_pages=stop_after)
     with scenario.engine.connect() as conn:
         runs = conn.execute(select(RECON_RUNS.c.status, RECON_RUNS.c.records_scanned)).all()
-        seen = conn.execute(select(func.count()).select_from(RECON_SEEN)).scalar_one()
+        seen = sum(
+            len(json.loads(ids)) for ids in conn.execute(select(RECON_SEEN.c.event_ids)).scalars()
+        )
     assert [(str(s), n) for s, n in runs] == [("failed", stop_after * 25)]
     assert seen == stop_after * 25  # what the interrupted scan saw is kept for the orphan anti-join
     resumed = scenario.reconciler().run("stripe")
@@ -433,43 +435,118 @@ def test_an_unlisted_event_from_before_the_window_is_not_an_orphan(scenario: Sce
     assert summary.found.get("orphaned") == 2
 
 
-def test_sqlite_without_json_each_finds_the_same(
+def test_pages_split_into_several_lookups_and_seen_rows_find_the_same(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SQLite builds before 3.38 may lack json_each: the page lookup and the seen ids take plain
-    bound parameters instead, with the same result."""
     from reconciler.reconcile import seen
 
-    monkeypatch.setattr(seen, "_SQLITE_JSON", False)
-    monkeypatch.setattr(seen, "LOOKUP_CHUNK", 7)  # several statements a page
+    monkeypatch.setattr(seen, "LOOKUP_CHUNK", 7)  # several statements and recon_seen rows a page
     scenario.reconciler().run("stripe")
+    assert scenario.found() == scenario.expected
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_sqlite_without_json_functions_is_refused_before_anything_is_written(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reconciler.errors import ConfigError
+    from reconciler.reconcile import seen
+
+    monkeypatch.setattr(seen, "SQLITE_JSON", False)
+    with pytest.raises(ConfigError, match=r"no JSON functions \(json_each\)"):
+        scenario.reconciler().run("stripe")
+    with scenario.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(RECON_RUNS)).scalar_one() == 0
+    assert scenario.found() == set()
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_postgres_pages_run_in_autocommit_without_the_wal_flush_and_the_pool_gets_both_back(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reconciler.reconcile.pages import StatementPages
+
+    during: list[tuple[str, bool]] = []
+    lookup = StatementPages.lookup
+
+    def spy(self: StatementPages, *args: Any) -> set[str]:
+        dbapi = self.conn.connection.dbapi_connection
+        during.append(
+            (self.conn.exec_driver_sql("SHOW synchronous_commit").scalar_one(), dbapi.autocommit)
+        )  # type: ignore[union-attr]
+        return lookup(self, *args)
+
+    monkeypatch.setattr(StatementPages, "lookup", spy)
+    scenario.reconciler().run("stripe")
+    assert during and set(during) == {("off", True)}
+    pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
+    try:
+        after = {
+            (
+                c.exec_driver_sql("SHOW synchronous_commit").scalar_one(),
+                c.connection.dbapi_connection.autocommit,  # type: ignore[union-attr]
+            )
+            for c in pooled
+        }
+    finally:
+        for c in pooled:
+            c.close()
+    assert after == {("on", False)}
     assert scenario.found() == scenario.expected
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-def test_postgres_page_commits_skip_the_wal_flush_and_the_pool_gets_it_back(
+def test_postgres_a_page_statement_that_fails_stores_none_of_what_it_carries(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reconciler.reconcile import engine as engine_module
+    """A page's findings and cursor travel with the next page's seen ids and lookup: when that
+    statement fails, none of it is stored; the run before it stays intact and a rerun completes it."""
+    from sqlalchemy.exc import DBAPIError
 
-    during: list[str] = []
-    save = engine_module.save_cursor
+    from reconciler.cursors import load_cursor
+    from reconciler.reconcile import findings
 
-    def spy(conn: Connection, *args: Any, **kwargs: Any) -> None:
-        during.append(conn.exec_driver_sql("SHOW synchronous_commit").scalar_one())
-        save(conn, *args, **kwargs)
+    real = findings.page_write_params
+    cursors: list[dict[str, Any]] = []
 
-    monkeypatch.setattr(engine_module, "save_cursor", spy)
+    def params(*args: Any) -> dict[str, Any]:
+        out = real(*args)
+        cursors.append(dict(args[-1]))
+        if len(cursors) == 2:  # page 2's: a kind too long for its column fails the statement
+            rows = json.loads(out["findings"])
+            out["findings"] = json.dumps([*rows, {**rows[0], "kind": "k" * 40}] if rows else [{}])
+        return out
+
+    monkeypatch.setattr(findings, "page_write_params", params)
+    with pytest.raises(DBAPIError):
+        scenario.reconciler().run("stripe")
+    with scenario.engine.connect() as conn:
+        assert load_cursor(conn, "stripe") == cursors[0]  # page 1's, not page 2's
+        seen_rows = conn.execute(select(func.count()).select_from(RECON_SEEN)).scalar_one()
+        first_run = conn.execute(select(func.count()).select_from(DISCREPANCIES)).scalar_one()
+    assert seen_rows == 2  # pages 1 and 2; page 3's went with the failed statement
+    assert 0 < first_run < len(scenario.expected)
+    monkeypatch.setattr(findings, "page_write_params", real)
     scenario.reconciler().run("stripe")
-    assert during and set(during) == {"off"}
-    pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
-    try:
-        after = {c.exec_driver_sql("SHOW synchronous_commit").scalar_one() for c in pooled}
-    finally:
-        for c in pooled:
-            c.close()
-    assert after == {"on"}
     assert scenario.found() == scenario.expected
+
+
+def test_one_row_per_natural_key_in_a_page_write() -> None:
+    from reconciler.reconcile.findings import Finding, page_write_params
+    from reconciler.storage.models import DiscrepancyKind
+
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    twice = [
+        Finding(DiscrepancyKind.DIVERGED, "t:1", field="status", source_value="a"),
+        Finding(DiscrepancyKind.DIVERGED, "t:1", field="status", source_value="b"),
+        Finding(DiscrepancyKind.MISSING, "evt_1", occurred_at=now - timedelta(hours=1)),
+    ]
+    rows = json.loads(page_write_params("s", "r", now, twice, {"after": "x"})["findings"])
+    assert [(r["kind"], r["source_value"]) for r in rows] == [("diverged", "b"), ("missing", None)]
+    assert rows[1]["occurred_at"] == "2026-11-29T23:00:00+00:00"
+    assert rows[1]["detection_delay_seconds"] == 3600.0
+    with pytest.raises(ValueError, match="naive datetime"):
+        page_write_params("s", "r", now, [Finding(DiscrepancyKind.MISSING, "e", recover_by=datetime(2026, 1, 1))], {})  # fmt: skip
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
@@ -482,7 +559,8 @@ def test_postgres_orphan_pass_plans_with_fresh_statistics_of_the_seen_ids(
 
     with scenario.engine.begin() as conn:  # statistics that say: no ids of this source
         conn.execute(
-            insert(RECON_SEEN), [{"source": "other", "event_id": str(i)} for i in range(500)]
+            insert(RECON_SEEN),
+            [{"source": "other", "event_ids": json.dumps([str(i)])} for i in range(500)],
         )
         conn.exec_driver_sql("ANALYZE recon_seen")
         conn.execute(delete(RECON_SEEN))

@@ -4,15 +4,35 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, exists, func, literal, not_, or_, select, update
+from sqlalchemy import (
+    JSON,
+    Connection,
+    Text,
+    and_,
+    bindparam,
+    case,
+    cast,
+    exists,
+    func,
+    literal,
+    literal_column,
+    not_,
+    or_,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.dialects import postgresql
 
+from reconciler.cursors import cursor_upsert
 from reconciler.storage.dialect import PrecompiledWrite, insert_for
 from reconciler.storage.models import (
+    CURSORS,
     DISCREPANCIES,
     INBOX_EVENTS,
     RECON_SEEN,
@@ -21,6 +41,7 @@ from reconciler.storage.models import (
     EventOrigin,
     EventStatus,
 )
+from reconciler.storage.types import utcnow
 
 D = DISCREPANCIES
 E = INBOX_EVENTS
@@ -62,8 +83,8 @@ def _reopened() -> Any:
     )
 
 
-def _findings_upsert(conn: Connection) -> Any:
-    stmt = insert_for(conn, D)
+def _on_natural_key(stmt: Any) -> Any:
+    """A dialect's INSERT into discrepancies made an upsert by natural key (see :func:`upsert`)."""
     return stmt.on_conflict_do_update(
         index_elements=["source", "kind", "record_key", "field"],
         set_={
@@ -87,6 +108,10 @@ def _findings_upsert(conn: Connection) -> Any:
     )
 
 
+def _findings_upsert(conn: Connection) -> Any:
+    return _on_natural_key(insert_for(conn, D))
+
+
 _FINDINGS_WRITE = PrecompiledWrite(_findings_upsert)
 
 
@@ -97,7 +122,13 @@ def upsert(
     resolved row reopens; an ignored row stays ignored."""
     if not findings:
         return
-    rows = [
+    _FINDINGS_WRITE.execute(conn, _rows(source, run_id, now, findings))
+
+
+def _rows(
+    source: str, run_id: str, now: datetime, findings: Sequence[Finding]
+) -> list[dict[str, Any]]:
+    return [
         {
             "source": source,
             "kind": f.kind,
@@ -126,7 +157,88 @@ def upsert(
         }
         for f in findings
     ]
-    _FINDINGS_WRITE.execute(conn, rows)
+
+
+# The columns of a row from _rows, in its order (a test holds them equal).
+_ROW_KEYS = (
+    "source",
+    "kind",
+    "record_key",
+    "field",
+    "event_id",
+    "event_type",
+    "object_type",
+    "object_id",
+    "source_value",
+    "local_value",
+    "amount",
+    "currency",
+    "cause",
+    "recover_by",
+    "occurred_at",
+    "detection_delay_seconds",
+    "first_seen_at",
+    "last_seen_at",
+    "first_run_id",
+    "last_run_id",
+    "status",
+    "detail",
+)
+
+
+def page_write_pg(conn: Connection) -> Any:
+    """PostgreSQL: a page's findings (a JSON array of rows, unpacked by ``json_populate_recordset``
+    into the table's own row type) upserted by natural key, and the cursor after the page, in ONE
+    statement: atomic without a transaction around it, and one round trip to the server."""
+    rows = func.json_populate_recordset(
+        literal_column(f"NULL::{D.name}"), cast(bindparam("findings", type_=Text), JSON)
+    ).table_valued(*_ROW_KEYS)
+    stmt = _on_natural_key(
+        postgresql.insert(D).from_select(_ROW_KEYS, select(*(rows.c[k] for k in _ROW_KEYS)))
+    )
+    cursor = cursor_upsert(
+        postgresql.insert(CURSORS).values(
+            source=bindparam("cursor_source"),
+            position=bindparam("cursor_position"),
+            updated_at=bindparam("cursor_updated_at"),
+            run_id=bindparam("cursor_run_id"),
+        )
+    )
+    return stmt.add_cte(cursor.cte("page_cursor"))
+
+
+def page_write_params(
+    source: str,
+    run_id: str,
+    now: datetime,
+    findings: Sequence[Finding],
+    cursor: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The parameters of :func:`page_write_pg`: one row per natural key (a statement's upsert cannot
+    touch a row twice; the last one wins, as row-by-row upserts would leave it)."""
+    rows = {
+        (r["kind"], r["record_key"], r["field"]): r for r in _rows(source, run_id, now, findings)
+    }
+    return {
+        "findings": json.dumps([_json_row(r) for r in rows.values()]),
+        "cursor_source": source,
+        "cursor_position": dict(cursor),
+        "cursor_updated_at": utcnow(),
+        "cursor_run_id": run_id,
+    }
+
+
+def _json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as the JSON ``json_populate_recordset`` reads: times in ISO 8601 with their offset (UTC,
+    as ``UTCDateTime`` stores them; a naive one is refused as it is there), enums by value."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, datetime):
+            if value.tzinfo is None:
+                raise ValueError(f"naive datetime {value!r} given to a UTC column ({key})")
+            value = value.astimezone(UTC).isoformat()
+        out[key] = value
+    return out
 
 
 def _insert_from(
@@ -190,16 +302,34 @@ def _insert_from(
     )  # exact on both dialects (rowcount is not)
 
 
-def _seen_ids(source: str) -> Any:
-    return select(RECON_SEEN.c.event_id).where(RECON_SEEN.c.source == source)
+def _seen_ids(conn: Connection, source: str, *, equal_to: Any = None) -> Any:
+    """The ids the scan saw, unpacked from its pages' arrays (``equal_to``: only those equal to it,
+    for a correlated EXISTS)."""
+    ids: Any
+    if conn.dialect.name == "sqlite":
+        ids = func.json_each(RECON_SEEN.c.event_ids).table_valued("value")
+    else:
+        ids = (
+            func.json_array_elements_text(cast(RECON_SEEN.c.event_ids, JSON))
+            .table_valued("value")
+            .lateral()
+        )
+    query = (
+        select(ids.c.value)
+        .select_from(RECON_SEEN)
+        .join(ids, true())
+        .where(RECON_SEEN.c.source == source)
+    )
+    return query if equal_to is None else query.where(ids.c.value == equal_to)
 
 
 def _not_seen(conn: Connection, source: str, *, whole_inbox: bool) -> Any:
-    """The inbox event is not among the ids the scan saw. ``recon_seen`` has no index on the id (see
-    ``ReconSeen``), so each dialect gets the form it plans as one pass over it: SQLite materialises a
-    ``NOT IN (subquery)`` once into an ephemeral index (a correlated ``NOT EXISTS`` rescanned the table
-    per inbox row: 260 s at 100k); PostgreSQL turns ``NOT EXISTS`` into a hash anti-join that spills to
-    disk when large (its ``NOT IN`` is hashed only while the ids fit in ``work_mem``, else rescanned).
+    """The inbox event is not among the ids the scan saw. ``recon_seen`` holds them as one JSON array a
+    page (see ``ReconSeen``), so each dialect gets the form it plans as one pass over them: SQLite
+    materialises a ``NOT IN (subquery)`` once into an ephemeral index (a correlated ``NOT EXISTS``
+    rescanned the table per inbox row: 260 s at 100k); PostgreSQL turns ``NOT EXISTS`` into a hash
+    anti-join that spills to disk when large (its ``NOT IN`` is hashed only while the ids fit in
+    ``work_mem``, else rescanned).
 
     When the window holds the source's whole inbox (a full rescan), SQLite takes the unseen ids from the
     unique ``(source, event_id)`` index alone (a covering scan) and reads only those rows from the table:
@@ -209,13 +339,11 @@ def _not_seen(conn: Connection, source: str, *, whole_inbox: bool) -> Any:
     if conn.dialect.name == "sqlite":
         if whole_inbox:
             unseen = select(E.c.id).where(
-                E.c.source == source, E.c.event_id.not_in(_seen_ids(source))
+                E.c.source == source, E.c.event_id.not_in(_seen_ids(conn, source))
             )
             return E.c.id.in_(unseen)
-        return E.c.event_id.not_in(_seen_ids(source))
-    return not_(
-        exists().where(RECON_SEEN.c.source == source, RECON_SEEN.c.event_id == E.c.event_id)
-    )
+        return E.c.event_id.not_in(_seen_ids(conn, source))
+    return not_(exists(_seen_ids(conn, source, equal_to=E.c.event_id)))
 
 
 # A webhook is received after the provider created it; this much clock skew between the provider and
@@ -321,7 +449,7 @@ def resolve_fixed_inbox_problems(conn: Connection, source: str, run_id: str, now
         "no longer stuck or dead",
         [DiscrepancyKind.STUCK, DiscrepancyKind.DEAD],
     )
-    listed = D.c.event_id.in_(_seen_ids(source))  # a semi-join: materialised / hashed once
+    listed = D.c.event_id.in_(_seen_ids(conn, source))  # a semi-join: materialised / hashed once
     gone = not_(exists().where(E.c.source == source, E.c.event_id == D.c.event_id))
     n += resolve(
         conn,

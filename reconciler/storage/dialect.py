@@ -88,6 +88,37 @@ class PrecompiledWrite:
             conn.exec_driver_sql(sql, out)
 
 
+class PrecompiledStatement:
+    """Any statement, compiled once per dialect and run through the driver with its named bind
+    parameters (SQLAlchemy's bind processing applied, as a normal execute would; result columns get
+    none: use it for plain values)."""
+
+    def __init__(self, build: Callable[[Connection], Any]) -> None:
+        self._build = build
+        self._cache: dict[
+            str, tuple[str, tuple[str, ...] | None, dict[str, Any], dict[str, Any]]
+        ] = {}
+
+    def execute(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
+        name = conn.dialect.name
+        if name not in self._cache:
+            compiled = self._build(conn).compile(dialect=conn.dialect)
+            positions = tuple(compiled.positiontup) if compiled.positiontup else None
+            self._cache[name] = (
+                compiled.string,
+                positions,
+                compiled.construct_params(_check=False),  # the statement's own literals
+                dict(compiled._bind_processors),
+            )
+        sql, positions, defaults, processors = self._cache[name]
+        values = {**defaults, **params}
+        for key, proc in processors.items():
+            values[key] = proc(values[key])
+        return driver_execute(
+            conn, sql, tuple(values[k] for k in positions) if positions else values
+        )
+
+
 class PrecompiledMultiRowWrite(PrecompiledWrite):
     """The same, sending a batch as ONE multi-row ``VALUES`` statement (psycopg's executemany runs one
     statement per row). Compiled once per dialect, row shape and row count; every bind parameter carries

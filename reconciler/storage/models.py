@@ -288,23 +288,24 @@ class Discrepancy(Base):
 
 
 class ReconSeen(Base):
-    """Event ids the current scan of a source has seen (for the orphan anti-join). Written with each
-    committed batch of pages, so a scan interrupted and resumed by a later run still has them; cleared
-    when it completes.
+    """Event ids the current scan of a source has seen (for the orphan anti-join): one row per source
+    page, its ids as a JSON array. Written with the page, so a scan interrupted and resumed by a later
+    run still has them; cleared when it completes.
 
-    An append-only heap on purpose: no index on the event id. Ids arrive in the source's order, which is
-    random for an index on them; maintaining one cost more than the rest of the run (every page touched
-    ~100 index leaves, all written to the WAL at commit: 2.0 of 4.2 s at 100k events). The anti-join
-    runs once per scan, where SQLite builds an automatic index and PostgreSQL hashes. An id listed twice
-    (overlap, a resumed scan) is two rows, which an EXISTS does not mind. ``occurred_epoch`` (seconds)
-    is the oldest occurred time of the page the id came with: the table only serves the scan's window
-    start (its minimum), and one plain number per page keeps the bulk insert free of conversions."""
+    No index on the ids, and no row per id: the only reader is the anti-join, once per scan, which
+    unpacks the arrays (``json_each`` / ``json_array_elements_text``) into an automatic index (SQLite)
+    or a hash (PostgreSQL). A row per id cost ~100 heap (and primary key) inserts a page, all in the
+    WAL (~25 kB a page on PostgreSQL), and the end of the scan deleted them again; an index on the id
+    cost more than the rest of the run (ids come in random order: every page touched ~100 leaves). An
+    id listed twice (overlap, a resumed scan) is in two arrays, which the anti-join does not mind.
+    ``occurred_epoch`` (seconds) is the oldest occurred time of the page: the table only serves the
+    scan's window start (its minimum)."""
 
     __tablename__ = "recon_seen"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     source: Mapped[str] = mapped_column(String(64))
-    event_id: Mapped[str] = mapped_column(String(255))
+    event_ids: Mapped[str] = mapped_column(Text)  # a JSON array of strings
     occurred_epoch: Mapped[float | None] = mapped_column(Float)
 
 
