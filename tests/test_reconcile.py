@@ -531,6 +531,16 @@ def test_postgres_a_page_statement_that_fails_stores_none_of_what_it_carries(
     assert scenario.found() == scenario.expected
 
 
+def test_the_page_write_columns_are_the_rows_columns() -> None:
+    """findings._ROW_KEYS (the page statement's column list) names exactly the keys of a row."""
+    from reconciler.reconcile import findings
+    from reconciler.storage.models import DiscrepancyKind
+
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    row = findings._rows("s", "r", now, [findings.Finding(DiscrepancyKind.MISSING, "e")])[0]
+    assert tuple(row) == findings._ROW_KEYS
+
+
 def test_one_row_per_natural_key_in_a_page_write() -> None:
     from reconciler.reconcile.findings import Finding, page_write_params
     from reconciler.storage.models import DiscrepancyKind
