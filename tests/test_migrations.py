@@ -86,3 +86,31 @@ def test_0006_packs_and_unpacks_the_seen_ids_of_a_scan_in_progress(engine: Engin
     assert sorted((s, i, at) for s, arr, at in new for i in json.loads(arr)) == sorted(
         tuple(r) for r in old
     )
+
+
+def test_0007_keeps_a_page_of_seen_ids_inline_on_postgres(engine: Engine) -> None:
+    """A page's row is not toasted on PostgreSQL (the table's toast_tuple_target); SQLite: no-op."""
+
+    def reloptions() -> list[str] | None:
+        with engine.connect() as conn:
+            return conn.exec_driver_sql(
+                "SELECT reloptions FROM pg_class WHERE oid = 'recon_seen'::regclass"
+            ).scalar_one()
+
+    if engine.dialect.name != "postgresql":
+        command.downgrade(alembic_config(engine), "0006")
+        upgrade(engine)
+        assert current_revision(engine) == head_revision(engine)
+        return
+    assert reloptions() == ["toast_tuple_target=8160"]
+    page = json.dumps([f"evt_{i:024d}" for i in range(100)])
+    with engine.begin() as conn:
+        conn.execute(insert(RECON_SEEN).values(source="s", event_ids=page, occurred_epoch=None))
+        inline, stored = conn.exec_driver_sql(
+            "SELECT pg_column_size(event_ids), octet_length(event_ids) FROM recon_seen"
+        ).one()
+    assert stored == len(page) and inline >= len(page)  # neither compressed nor moved out of line
+    command.downgrade(alembic_config(engine), "0006")
+    assert reloptions() is None
+    upgrade(engine)
+    assert reloptions() == ["toast_tuple_target=8160"]

@@ -461,37 +461,35 @@ def test_sqlite_without_json_functions_is_refused_before_anything_is_written(
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-def test_postgres_pages_run_in_autocommit_without_the_wal_flush_and_the_pool_gets_both_back(
+def test_postgres_pages_run_in_autocommit_with_the_scan_settings_and_the_pool_gets_all_back(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from reconciler.reconcile.pages import StatementPages
 
-    during: list[tuple[str, bool]] = []
+    during: list[tuple[str, str, bool]] = []
     lookup = StatementPages.lookup
 
+    def settings(c: Any) -> tuple[str, str, bool]:
+        return (
+            c.exec_driver_sql("SHOW synchronous_commit").scalar_one(),
+            c.exec_driver_sql("SHOW plan_cache_mode").scalar_one(),
+            c.connection.dbapi_connection.autocommit,
+        )
+
     def spy(self: StatementPages, *args: Any) -> set[str]:
-        dbapi = self.conn.connection.dbapi_connection
-        during.append(
-            (self.conn.exec_driver_sql("SHOW synchronous_commit").scalar_one(), dbapi.autocommit)
-        )  # type: ignore[union-attr]
+        during.append(settings(self.conn))
         return lookup(self, *args)
 
     monkeypatch.setattr(StatementPages, "lookup", spy)
     scenario.reconciler().run("stripe")
-    assert during and set(during) == {("off", True)}
+    assert during and set(during) == {("off", "force_generic_plan", True)}
     pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
     try:
-        after = {
-            (
-                c.exec_driver_sql("SHOW synchronous_commit").scalar_one(),
-                c.connection.dbapi_connection.autocommit,  # type: ignore[union-attr]
-            )
-            for c in pooled
-        }
+        after = {settings(c) for c in pooled}
     finally:
         for c in pooled:
             c.close()
-    assert after == {("on", False)}
+    assert after == {("on", "auto", False)}
     assert scenario.found() == scenario.expected
 
 

@@ -299,7 +299,8 @@ class ReconSeen(Base):
     cost more than the rest of the run (ids come in random order: every page touched ~100 leaves). An
     id listed twice (overlap, a resumed scan) is in two arrays, which the anti-join does not mind.
     ``occurred_epoch`` (seconds) is the oldest occurred time of the page: the table only serves the
-    scan's window start (its minimum)."""
+    scan's window start (its minimum). On PostgreSQL a page's row stays inline and uncompressed up to a
+    heap page (``toast_tuple_target``, migration 0007): 100 ids are over the default TOAST threshold."""
 
     __tablename__ = "recon_seen"
 
