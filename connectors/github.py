@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,7 +27,7 @@ import jwt
 
 from connectors.base import Cursor, DeliveryAttempt, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, NotFoundError
-from connectors.http import Prefetcher, ProviderClient, parse_link_header, redact_url
+from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url
 
 DEFAULT_BASE_URL = "https://api.github.com"
 PAGE_SIZE = 100
@@ -154,14 +155,13 @@ class GitHubConnector:
             delivered = _iso(item.get("delivered_at"))
             return floor is not None and delivered is not None and delivered < floor
 
-        prefetch = Prefetcher()
-        try:
-            pending = prefetch.submit(self._get_page, url, params)
-            while True:
-                items, next_url, request_url = pending.result()
-                # Newest first: if even the oldest item on this page is new, the next page is needed.
-                if next_url and items and not past_stop(items[-1]):
-                    pending = prefetch.submit(self._get_page, next_url, None)
+        def older(fetched: tuple[list[Any], str | None, str]) -> Any:
+            items, next_url, _ = fetched
+            # Newest first: if even the oldest item on this page is new, the next page is needed.
+            return (next_url, None) if next_url and items and not past_stop(items[-1]) else None
+
+        with closing(fetch_ahead(lambda a: self._get_page(*a), (url, params), older)) as fetched:
+            for items, next_url, request_url in fetched:
                 reached = False
                 records = []
                 for item in items:  # validated by _get_page
@@ -182,8 +182,6 @@ class GitHubConnector:
                 yield Page(tuple(records), page_cursor, done=done, url=redact_url(request_url))
                 if done:
                     return
-        finally:
-            prefetch.close()
 
     def _attempt_id(self, event_id: str) -> int:
         """A delivery attempt id, given one or a GUID (then the newest attempt of that GUID)."""

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import random
 import re
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -264,28 +266,61 @@ def parse_link_header(value: str | None) -> dict[str, str]:
     return links
 
 
-class Prefetcher:
-    """At most one request in flight ahead of the caller.
+_END = object()
 
-    A connector submits the next page's request as soon as it knows the next cursor (right after
-    decoding a page), then builds the current page's records and hands the page out; the provider's
-    latency overlaps with that work and with whatever the caller does with the page. A scan that stops
-    early leaves at most one unused GET behind.
-    """
 
-    def __init__(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
+def fetch_ahead(
+    fetch: Callable[[Any], Any], first: Any, following: Callable[[Any], Any]
+) -> Generator[Any, None, None]:
+    """``fetch(first)``, then ``fetch(following(result))`` while that is not None, each result
+    yielded in order, fetched by a worker thread that runs ahead of the caller.
 
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
+    Cursor paging is sequential (a page's request needs the previous page), so its pace is the
+    provider's latency plus the client's own work on each response. The worker asks for the next page
+    as soon as it has decoded one (``following`` reads the next cursor off it), without waiting for
+    the caller to take the page: records are built and the page's database work is done while the
+    next request is out. At most one request is in flight and one decoded page waits in the hand-over
+    queue. Measured at 100k Stripe events: the next request left 0.5-1 ms a page later when it was
+    submitted by the caller on taking a page (waking the caller, then handing the interpreter back).
 
-    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        future = self._pool.submit(fn, *args, **kwargs)
-        # Hand the GIL to the worker now, so the request leaves before the caller's CPU-bound work
-        # instead of at the interpreter's next forced switch (up to 5 ms later): without this the
-        # provider's latency barely overlapped with record building and the reconciler's page work
-        # (100k Stripe events, SQLite, interleaved: reconcile 2.10-2.23 s with it, 2.35-2.46 s without).
-        time.sleep(0)
-        return future
+    An error raised by ``fetch`` or ``following`` is raised to the caller, after the pages before it.
+    Closing the generator (the caller stops early, or fails) stops the worker after its current
+    request; use ``contextlib.closing`` where the caller may stop early."""
+    handover: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def put(item: tuple[Any, BaseException | None]) -> bool:
+        while not stop.is_set():
+            try:
+                handover.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        arg = first
+        try:
+            while arg is not None and not stop.is_set():
+                result = fetch(arg)
+                arg = following(result)
+                if not put((result, None)):
+                    return
+            put((_END, None))
+        except BaseException as exc:  # handed to the caller, which raises it
+            put((_END, exc))
+
+    worker = threading.Thread(target=work, name="fetch-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            result, error = handover.get()
+            if error is not None:
+                raise error
+            if result is _END:
+                return
+            yield result
+    finally:
+        stop.set()
+        while worker.is_alive():  # a worker blocked on a full queue sees ``stop`` within 0.1 s
+            worker.join(timeout=0.2)

@@ -12,12 +12,13 @@ scan, the next page's URL and the newest ``updated_at`` seen so far.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any
 
 from connectors.base import Cursor, Page, Record, ScanOptions
 from connectors.errors import UnsupportedError
-from connectors.http import Prefetcher, ProviderClient, parse_link_header, redact_url, require
+from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url, require
 
 PAGE_SIZE = 250
 
@@ -76,20 +77,17 @@ class ShopifyConnector:
             {} if options.full else {k: dict(v) for k, v in (cursor or {}).items()}
         )
         default_since = (options.now - options.initial_lookback).isoformat()
-        prefetch = Prefetcher()
-        try:
-            for index, resource in enumerate(self.resources):
-                last_resource = index == len(self.resources) - 1
-                yield from self._resource_pages(
-                    resource, state, default_since, last_resource, prefetch, options.overlap
-                )
-        finally:
-            prefetch.close()
+        for index, resource in enumerate(self.resources):
+            last_resource = index == len(self.resources) - 1
+            yield from self._resource_pages(
+                resource, state, default_since, last_resource, options.overlap
+            )
 
-    def _get(self, resource: str, url: str, params: Any) -> tuple[Any, Any]:
-        return self.client.get_json(
+    def _get(self, resource: str, url: str, params: Any) -> tuple[Any, Any, str | None]:
+        body, response = self.client.get_json(
             url, params=params, permission=f"the read_{resource} access scope"
         )
+        return body, response, parse_link_header(response.headers.get("link")).get("next")
 
     def _resource_pages(
         self,
@@ -97,7 +95,6 @@ class ShopifyConnector:
         state: dict[str, Any],
         default_since: str,
         last_resource: bool,
-        prefetch: Prefetcher,
         overlap: timedelta = timedelta(0),
     ) -> Iterator[Page]:
         pos = state.setdefault(resource, {})
@@ -108,42 +105,41 @@ class ShopifyConnector:
         # the position never moves back: the overlap only widens what is read
         newest = pos.get("newest") or pos.get("since") or since
         if pos.get("next"):
-            pending = prefetch.submit(self._get, resource, pos["next"], None)
+            first: tuple[str, Any] = (pos["next"], None)
         else:
             params = {"status": "any", "updated_at_min": since, "limit": self.page_size}
-            pending = prefetch.submit(
-                self._get, resource, f"/admin/api/{self.api_version}/{resource}.json", params
-            )
-        while True:
-            body, response = pending.result()
-            request_url = str(response.request.url)
-            next_url = parse_link_header(response.headers.get("link")).get("next")
-            if next_url:  # used exactly as given, fetched while this page is handed out
-                pending = prefetch.submit(self._get, resource, next_url, None)
-            items = require(body, resource, source=self.source, url=request_url, kind=list)
-            records = []
-            for i, item in enumerate(items):
-                require(item, "id", source=self.source, url=f"{request_url} (item {i})")
-                record = resource_record(resource, item)
-                records.append(record)
-                if record.object_version and (_iso(record.object_version) or datetime.min) > (
-                    _iso(newest) or datetime.min
-                ):
-                    newest = record.object_version
-            state[resource] = (
-                {"since": since, "next": next_url, "newest": newest}
-                if next_url
-                else {"since": newest}
-            )
-            done = not next_url and last_resource
-            yield Page(
-                tuple(records),
-                {k: dict(v) for k, v in state.items()},
-                done=done,
-                url=redact_url(request_url),
-            )
-            if not next_url:
-                return
+            first = (f"/admin/api/{self.api_version}/{resource}.json", params)
+        # the next URL is used exactly as given, fetched while this page is handed out
+        fetched = fetch_ahead(
+            lambda a: self._get(resource, *a), first, lambda got: (got[2], None) if got[2] else None
+        )
+        with closing(fetched):
+            for body, response, next_url in fetched:
+                request_url = str(response.request.url)
+                items = require(body, resource, source=self.source, url=request_url, kind=list)
+                records = []
+                for i, item in enumerate(items):
+                    require(item, "id", source=self.source, url=f"{request_url} (item {i})")
+                    record = resource_record(resource, item)
+                    records.append(record)
+                    if record.object_version and (_iso(record.object_version) or datetime.min) > (
+                        _iso(newest) or datetime.min
+                    ):
+                        newest = record.object_version
+                state[resource] = (
+                    {"since": since, "next": next_url, "newest": newest}
+                    if next_url
+                    else {"since": newest}
+                )
+                done = not next_url and last_resource
+                yield Page(
+                    tuple(records),
+                    {k: dict(v) for k, v in state.items()},
+                    done=done,
+                    url=redact_url(request_url),
+                )
+                if not next_url:
+                    return
 
     def fetch_event(self, event_id: str) -> Record:
         raise UnsupportedError(

@@ -16,12 +16,13 @@ scan restarts as a backfill of the whole retained window.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from connectors.base import Cursor, Gap, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
-from connectors.http import Prefetcher, ProviderClient, redact_url, require
+from connectors.http import ProviderClient, fetch_ahead, redact_url, require
 
 DEFAULT_BASE_URL = "https://api.stripe.com"
 RETENTION = timedelta(days=30)
@@ -125,52 +126,45 @@ class StripeConnector:
 
     def _catch_up(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
         anchor, anchor_created = position["checkpoint"], position.get("checkpoint_created")
-        prefetch = Prefetcher()
-        try:
-            pending = prefetch.submit(self._fetch, self._params(ending_before=anchor))
-            while True:
-                data, has_more, url = pending.result()
+
+        def newer(fetched: tuple[list[Any], bool, str]) -> Any:
+            data, has_more, _ = fetched
+            return self._params(ending_before=data[0]["id"]) if has_more and data else None
+
+        with closing(
+            fetch_ahead(self._fetch, self._params(ending_before=anchor), newer)
+        ) as fetched:
+            for data, has_more, url in fetched:
                 if data:
                     anchor, anchor_created = data[0]["id"], data[0].get("created")
-                if has_more and data:
-                    pending = prefetch.submit(self._fetch, self._params(ending_before=anchor))
                 records = [event_record(item) for item in data]
                 cursor = {"checkpoint": anchor, "checkpoint_created": anchor_created}
                 yield Page(tuple(records), cursor, done=not has_more, gap=gap, url=redact_url(url))
                 gap = None
                 if not has_more or not data:
                     return
-        finally:
-            prefetch.close()
 
     def _backfill(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
         since = position["since"]
-        after = position.get("after")
         top, top_created = position.get("top"), position.get("top_created")
-        prefetch = Prefetcher()
-        try:
-            pending = prefetch.submit(
-                self._fetch, self._params(**{"created[gte]": since, "starting_after": after})
-            )
-            while True:
-                data, has_more, url = pending.result()
-                if data:
-                    if (
-                        top is None
-                    ):  # the newest event when the backfill began: the future checkpoint
-                        top, top_created = data[0]["id"], data[0].get("created")
-                    after = data[-1]["id"]
+
+        def older(fetched: tuple[list[Any], bool, str]) -> Any:
+            data, has_more, _ = fetched
+            if not has_more or not data:
+                return None
+            return self._params(**{"created[gte]": since, "starting_after": data[-1]["id"]})
+
+        first = self._params(**{"created[gte]": since, "starting_after": position.get("after")})
+        with closing(fetch_ahead(self._fetch, first, older)) as fetched:
+            for data, has_more, url in fetched:
+                if data and top is None:  # the newest event when the backfill began: the checkpoint
+                    top, top_created = data[0]["id"], data[0].get("created")
                 done = not has_more or not data
-                if not done:
-                    pending = prefetch.submit(
-                        self._fetch,
-                        self._params(**{"created[gte]": since, "starting_after": after}),
-                    )
                 if not done:
                     cursor = {
                         "phase": "backfill",
                         "since": since,
-                        "after": after,
+                        "after": data[-1]["id"],
                         "top": top,
                         "top_created": top_created,
                     }
@@ -183,8 +177,6 @@ class StripeConnector:
                 gap = None
                 if done:
                     return
-        finally:
-            prefetch.close()
 
     def fetch_event(self, event_id: str) -> Record:
         body, response = self.client.get_json(f"/v1/events/{event_id}", permission=PERMISSION)

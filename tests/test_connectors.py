@@ -735,3 +735,57 @@ def test_decode_json_is_exact_and_falls_back_where_orjson_refuses() -> None:
     assert decode_json(b'{"a": NaN}')["a"] != 0  # NaN is not JSON; json still reads it
     with pytest.raises(ValueError):
         decode_json(b"<html>not json</html>")
+
+
+def test_fetch_ahead_yields_in_order_and_runs_one_request_ahead() -> None:
+    import threading
+
+    from connectors.http import fetch_ahead
+
+    fetched: list[int] = []
+    taken = threading.Event()
+
+    def fetch(n: int) -> int:
+        fetched.append(n)
+        return n
+
+    pages = fetch_ahead(fetch, 1, lambda n: n + 1 if n < 5 else None)
+    assert next(pages) == 1
+    # the worker does not wait for the caller to take page 1 before asking for page 2, and stops
+    # with page 3 in hand (one page in the hand-over queue, one fetched: nothing further)
+    for _ in range(100):
+        if len(fetched) >= 3:
+            break
+        taken.wait(0.01)
+    taken.wait(0.2)
+    assert fetched == [1, 2, 3]
+    assert list(pages) == [2, 3, 4, 5]
+    assert fetched == [1, 2, 3, 4, 5]
+
+
+def test_fetch_ahead_raises_the_workers_error_after_the_pages_before_it() -> None:
+    from connectors.http import fetch_ahead
+
+    def fetch(n: int) -> int:
+        if n == 3:
+            raise UnavailableError("page 3 failed")
+        return n
+
+    got: list[int] = []
+    with pytest.raises(UnavailableError, match="page 3 failed"):
+        for n in fetch_ahead(fetch, 1, lambda n: n + 1):
+            got.append(n)
+    assert got == [1, 2]
+
+
+def test_fetch_ahead_closed_early_stops_its_worker() -> None:
+    import threading
+
+    from connectors.http import fetch_ahead
+
+    fetched: list[int] = []
+    pages = fetch_ahead(lambda n: fetched.append(n) or n, 1, lambda n: n + 1)
+    assert next(pages) == 1
+    pages.close()  # returns once the worker has stopped
+    assert not [t for t in threading.enumerate() if t.name == "fetch-ahead"]
+    assert len(fetched) <= 3

@@ -272,13 +272,15 @@ class Reconciler:
                     conn, source.name, summary.run_id, now, autocommit=scan.unbracketed
                 )
                 try:
-                    for page in connector.pages(cursor, options):
-                        self._commit_page(scan, store, page)
-                        self._account(summary, page)
-                        if progress:
-                            progress(source.name, summary.records_scanned)
-                        if stop_after_pages is not None and summary.pages >= stop_after_pages:
-                            raise _Interrupted(f"stopped after {summary.pages} page(s) (test)")
+                    # closed on the way out, also on a failure: its request ahead stops with it
+                    with _closing(connector.pages(cursor, options)) as pages:
+                        for page in pages:
+                            self._commit_page(scan, store, page)
+                            self._account(summary, page)
+                            if progress:
+                                progress(source.name, summary.records_scanned)
+                            if stop_after_pages is not None and summary.pages >= stop_after_pages:
+                                raise _Interrupted(f"stopped after {summary.pages} page(s) (test)")
                 except (HookledgerError, OSError):
                     # The source failed (or the run was stopped): what was read is kept.
                     _flush_after_failure(store)
@@ -733,6 +735,18 @@ def _flush_after_failure(store: TransactionPages | StatementPages) -> None:
         store.flush()
     except SQLAlchemyError:
         log.warning("could not store the last page read before the failure", exc_info=True)
+
+
+@contextlib.contextmanager
+def _closing(pages: Iterator[Page]) -> Iterator[Iterator[Page]]:
+    """A connector's pages, closed on the way out when they are a generator (its request ahead
+    stops then, not when the garbage collector gets to it)."""
+    try:
+        yield pages
+    finally:
+        close = getattr(pages, "close", None)
+        if close is not None:
+            close()
 
 
 class _Interrupted(HookledgerError):
