@@ -480,9 +480,20 @@ def test_postgres_pages_run_in_autocommit_with_the_scan_settings_and_the_pool_ge
         during.append(settings(self.conn))
         return lookup(self, *args)
 
+    passes: list[tuple[str, str, bool]] = []
+    after_pages = Reconciler._after_pages
+
+    def spy_passes(self: Reconciler, conn: Any, *args: Any) -> None:
+        passes.append(settings(conn))
+        after_pages(self, conn, *args)
+
     monkeypatch.setattr(StatementPages, "lookup", spy)
+    monkeypatch.setattr(Reconciler, "_after_pages", spy_passes)
     scenario.reconciler().run("stripe")
     assert during and set(during) == {("off", "force_generic_plan", True)}
+    # the passes after the last page plan with the server's settings, in one transaction (a generic
+    # plan guessed a third of the inbox for every range: the stuck pass read all of it)
+    assert passes == [("on", "auto", False)]
     pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
     try:
         after = {settings(c) for c in pooled}
