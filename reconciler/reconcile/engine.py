@@ -721,8 +721,8 @@ def _scan_session(conn: Connection) -> bool:
 
 
 def _reset_scan_settings(conn: Connection, *, autocommit: bool) -> None:
-    """The server's settings again after the last page (in a dry run's transaction, rolled back
-    with it to the same values)."""
+    """RESET the scan's settings: after the last page (in a dry run's transaction, rolled back with
+    it to the same values) and in :func:`_restore_session`."""
     for name, _ in _SCAN_SETTINGS:
         conn.exec_driver_sql(f"RESET {name}")
     if autocommit and conn.in_transaction():
@@ -735,8 +735,7 @@ def _restore_session(conn: Connection) -> None:
     try:
         if conn.in_transaction():
             conn.rollback()
-        for name, _ in _SCAN_SETTINGS:
-            conn.exec_driver_sql(f"RESET {name}")
+        _reset_scan_settings(conn, autocommit=False)
         conn.commit()
     except SQLAlchemyError:  # a broken connection: never hand it back to the pool
         log.warning(
