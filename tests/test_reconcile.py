@@ -489,19 +489,55 @@ def test_postgres_pages_run_in_autocommit_with_the_scan_settings_and_the_pool_ge
 
     monkeypatch.setattr(StatementPages, "lookup", spy)
     monkeypatch.setattr(Reconciler, "_after_pages", spy_passes)
+    with scenario.engine.connect() as c:
+        session = settings(c)
+    # what the engine sets on connecting (not the server's default, which is "auto")
+    assert session == ("on", "force_custom_plan", False)
     scenario.reconciler().run("stripe")
     assert during and set(during) == {("off", "force_generic_plan", True)}
-    # the passes after the last page plan with the server's settings, in one transaction (a generic
-    # plan guessed a third of the inbox for every range: the stuck pass read all of it)
-    assert passes == [("on", "auto", False)]
+    # the passes after the last page plan as the session did before the scan, in one transaction (a
+    # generic plan guessed a third of the inbox for every range: the stuck pass read all of it)
+    assert passes == [session]
+    # and the pool gets its connections back as they were (RESET went to the server's default and
+    # dropped the engine's force_custom_plan)
     pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
     try:
         after = {settings(c) for c in pooled}
     finally:
         for c in pooled:
             c.close()
-    assert after == {("on", "auto", False)}
+    assert after == {session}
     assert scenario.found() == scenario.expected
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("how", ["dry_run", "interrupted"])
+def test_postgres_a_scan_that_ends_early_hands_its_connection_back_as_it_was(
+    scenario: Scenario, how: str
+) -> None:
+    from reconciler.errors import HookledgerError
+
+    with scenario.engine.connect() as c:
+        before = c.exec_driver_sql("SHOW plan_cache_mode").scalar_one()
+    reconciler = scenario.reconciler()
+    if how == "dry_run":
+        reconciler.run("stripe", dry_run=True)
+    else:
+        with pytest.raises(HookledgerError, match="stopped after 1 page"):
+            reconciler.run("stripe", stop_after_pages=1)
+    pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
+    try:
+        after = {
+            (
+                c.exec_driver_sql("SHOW plan_cache_mode").scalar_one(),
+                c.exec_driver_sql("SHOW synchronous_commit").scalar_one(),
+            )
+            for c in pooled
+        }
+    finally:
+        for c in pooled:
+            c.close()
+    assert after == {(before, "on")}
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)

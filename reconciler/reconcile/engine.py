@@ -260,7 +260,7 @@ class Reconciler:
         with self.engine.connect() as conn, self._business(conn) as biz:
             scan = _Scan(conn, biz, source, connector, checks, summary, now, grace, dry_run)
             outer = conn.begin() if dry_run else None  # dry run: one transaction, rolled back
-            session_set = _scan_session(conn)
+            before = _scan_session(conn)
             try:
                 cursor = None if options.full else load_cursor(conn, source.name)
                 if cursor is None:  # a scan from scratch: ids an abandoned scan saw are not its own
@@ -286,9 +286,9 @@ class Reconciler:
                     _flush_after_failure(store)
                     raise
                 store.flush()
-                if session_set:  # the passes after the last page plan with the server's settings
-                    _reset_scan_settings(conn, autocommit=scan.unbracketed)
-                    session_set = False
+                if before is not None:  # the passes after the last page plan as the session did
+                    _reset_scan_settings(conn, before, autocommit=scan.unbracketed)
+                    before = None
                 if scan.unbracketed:  # and run in one transaction again
                     conn.execution_options(isolation_level=conn.default_isolation_level)
                     scan.unbracketed = False
@@ -299,8 +299,8 @@ class Reconciler:
             finally:
                 if outer is not None:
                     outer.rollback()  # rolls the SET back too
-                elif session_set:
-                    _restore_session(conn)
+                elif before is not None:
+                    _restore_session(conn, before)
 
     def _commit_page(
         self, scan: _Scan, store: TransactionPages | StatementPages, page: Page
@@ -686,8 +686,8 @@ def _pages_unbracketed(conn: Connection) -> bool:
     return True
 
 
-# The scan's session settings on PostgreSQL, set at its start and reset before the pooled connection
-# is handed back (:func:`_scan_session`, :func:`_restore_session`).
+# The scan's session settings on PostgreSQL, set at its start and put back to what the session had
+# before (:func:`_scan_session`, :func:`_reset_scan_settings`, :func:`_restore_session`).
 _SCAN_SETTINGS = (
     # The page commits return without waiting for their WAL flush. Everything a page commits is
     # derived from the source and re-derived by the next run: a database crash can only drop the last
@@ -707,35 +707,49 @@ _SCAN_SETTINGS = (
     # made the stuck and dead passes scan the whole inbox (1M events: 0.5 s each instead of 1 ms).
     ("plan_cache_mode", "force_generic_plan"),
 )
+# One round trip: the session's values first (a materialised CTE is read before the outer row's
+# ``set_config`` calls run), then the scan's.
+_SET_SCAN_SETTINGS = (
+    "WITH before AS MATERIALIZED (SELECT "
+    + ", ".join(f"current_setting('{name}') AS {name}" for name, _ in _SCAN_SETTINGS)
+    + ") SELECT before.*, "
+    + ", ".join(f"set_config('{name}', '{value}', false)" for name, value in _SCAN_SETTINGS)
+    + " FROM before"
+)
+_PUT_BACK_SETTINGS = "SELECT " + ", ".join(
+    f"set_config('{name}', %s, false)" for name, _ in _SCAN_SETTINGS
+)
+SessionSettings = tuple[str, ...]  # the session's values of ``_SCAN_SETTINGS`` before the scan
 
 
-def _scan_session(conn: Connection) -> bool:
+def _scan_session(conn: Connection) -> SessionSettings | None:
     """PostgreSQL: this session's settings for a scan (``_SCAN_SETTINGS``); committed with the scan's
-    first commit, or rolled back with a dry run. Returns whether they were set (then
-    :func:`_restore_session` undoes them)."""
+    first commit, or rolled back with a dry run. Returns the values they replaced (the server's, or
+    what the engine set on connecting: ``plan_cache_mode = force_custom_plan``), which
+    :func:`_reset_scan_settings` puts back; None where nothing was set."""
     if conn.dialect.name != "postgresql":
-        return False
-    for name, value in _SCAN_SETTINGS:
-        conn.exec_driver_sql(f"SET {name} = {value}")
-    return True
+        return None
+    row = conn.exec_driver_sql(_SET_SCAN_SETTINGS).one()
+    return tuple(str(value) for value in row[: len(_SCAN_SETTINGS)])
 
 
-def _reset_scan_settings(conn: Connection, *, autocommit: bool) -> None:
-    """RESET the scan's settings: after the last page (in a dry run's transaction, rolled back with
-    it to the same values) and in :func:`_restore_session`."""
-    for name, _ in _SCAN_SETTINGS:
-        conn.exec_driver_sql(f"RESET {name}")
+def _reset_scan_settings(conn: Connection, before: SessionSettings, *, autocommit: bool) -> None:
+    """Put back the values the scan's settings replaced: after the last page (in a dry run's
+    transaction, rolled back with it to the same values) and in :func:`_restore_session`. Not
+    ``RESET``, which goes back to the server's defaults and so dropped the engine's own
+    ``force_custom_plan`` from the connection for whatever used it next."""
+    conn.exec_driver_sql(_PUT_BACK_SETTINGS, before)
     if autocommit and conn.in_transaction():
-        conn.commit()  # what SQLAlchemy began around the RESETs; nothing to commit on the server
+        conn.commit()  # what SQLAlchemy began around the statement; nothing to commit on the server
 
 
-def _restore_session(conn: Connection) -> None:
-    """Back to the server's settings before the pooled connection is reused; a connection that cannot
-    be reset is discarded instead."""
+def _restore_session(conn: Connection, before: SessionSettings) -> None:
+    """Back to the session's settings before the pooled connection is reused; a connection that
+    cannot be put back is discarded instead."""
     try:
         if conn.in_transaction():
             conn.rollback()
-        _reset_scan_settings(conn, autocommit=False)
+        _reset_scan_settings(conn, before, autocommit=False)
         conn.commit()
     except SQLAlchemyError:  # a broken connection: never hand it back to the pool
         log.warning(
