@@ -315,3 +315,53 @@ def _wait(url: str, proc: subprocess.Popen[Any]) -> None:
         assert proc.poll() is None, f"{proc.args} exited"
         assert time.monotonic() < deadline, f"{url} did not come up"
         time.sleep(0.1)
+
+
+def test_export_to_a_reader_that_stops_early_ends_quietly(
+    db_url: str, engine: Engine, tmp_path: Path
+) -> None:
+    """``hookledger export -o - | head``: the reader closes the pipe after a line; the command stops
+    with the shell's SIGPIPE status (141) and no traceback."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import insert
+
+    from reconciler.cli.main import EXIT_BROKEN_PIPE
+    from reconciler.storage.models import DISCREPANCIES
+
+    now = datetime.now(UTC)
+    with engine.begin() as conn:
+        conn.execute(
+            insert(DISCREPANCIES),
+            [
+                {
+                    "source": "stripe",
+                    "kind": "missing",
+                    "record_key": f"evt_{i:06d}",
+                    "field": "",
+                    "event_id": f"evt_{i:06d}",
+                    "first_seen_at": now,
+                    "last_seen_at": now,
+                    "first_run_id": "r",
+                    "last_run_id": "r",
+                    "status": "open",
+                    "cause": "not_received",
+                }
+                for i in range(3000)  # well over a pipe's 64 KiB buffer
+            ],
+        )
+    cfg = str(write_config(tmp_path, db_url))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    export = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli.main", "export", "--config", cfg, "-o", "-"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert export.stdout is not None and export.stderr is not None
+    assert export.stdout.readline().startswith(b"discrepancy_id,source,kind,")
+    export.stdout.close()  # like `head -1`
+    with export.stderr:
+        assert export.wait(timeout=60) == EXIT_BROKEN_PIPE == 141
+        assert export.stderr.read() == b""

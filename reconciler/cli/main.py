@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -23,6 +24,9 @@ log = logging.getLogger("hookledger")
 
 EXIT_OK = 0
 EXIT_ERROR = 2
+# The reader of our standard output went away (``hookledger export -o - | head``): the status a shell
+# reports for a process that SIGPIPE ended, without the traceback.
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
 def _config_parent() -> argparse.ArgumentParser:
@@ -418,10 +422,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return EXIT_BROKEN_PIPE
 
 
 def run() -> None:
-    sys.exit(main())
+    code = main()
+    if code == EXIT_BROKEN_PIPE:
+        # What is still buffered for the closed pipe would fail again when Python flushes standard
+        # output at exit ("Exception ignored ... BrokenPipeError"): let it go nowhere instead.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(code)
 
 
 if __name__ == "__main__":
