@@ -174,9 +174,11 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(
                 f"{s['source']}: {s['status']}, {s['records_scanned']} records scanned; found: {found}; resolved {s['resolved']}; open now: {open_now}"
             )
+        if impact:  # the state after the run(s), not what this run found: say so
+            print("open money impact (missing / diverged / unapplied, all runs):")
         for row in impact:
             print(
-                f"{row['source']}: {row['kind']} {row['records']} records, "
+                f"  {row['source']}: {row['kind']} {row['records']} records, "
                 f"{row['amount']} {(row['currency'] or '?').upper()} (minor units)"
             )
     if failed:
