@@ -789,3 +789,27 @@ def test_fetch_ahead_closed_early_stops_its_worker() -> None:
     pages.close()  # returns once the worker has stopped
     assert not [t for t in threading.enumerate() if t.name == "fetch-ahead"]
     assert len(fetched) <= 3
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        [("limit", 100), ("created[gte]", 1764470000), ("starting_after", "evt_1Qx")],
+        {"per_page": 100, "cursor": "v1_abc==", "flag": True, "off": False, "none": None},
+        {"status": ["a", "b c"], "q": "ünïcode & more/?#"},
+        [("types[]", "invoice.paid"), ("types[]", "invoice.voided")],
+    ],
+)
+def test_with_query_sends_the_url_httpx_would_build_from_params(params: Any) -> None:
+    import httpx
+
+    from connectors.http import with_query
+
+    base = "https://api.example.test"
+    url, left = with_query("/v1/events", params)
+    assert left is None
+    expected = httpx.Request("GET", base + "/v1/events", params=params).url
+    assert httpx.Request("GET", base + url).url == expected
+    # a URL with a query of its own (a Link header's next page): httpx merges, so it gets the params
+    assert with_query("/x?page=2", params) == ("/x?page=2", params)
+    assert with_query("/x", None) == ("/x", None) and with_query("/x", {}) == ("/x", {})
