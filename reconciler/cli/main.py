@@ -409,9 +409,13 @@ def cmd_events_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> int:
+    """Run one command. ``owns_process``: the process is this command's alone (the ``hookledger``
+    executable), so it may set process-wide state such as the garbage collector's
+    (``reconciler/process.py``); callers that embed the CLI, tests among them, leave it off."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.owns_process = owns_process
     try:
         loaded = load(args)
         configure_logging(loaded.settings.logging.level)
@@ -427,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    code = main()
+    code = main(owns_process=True)
     if code == EXIT_BROKEN_PIPE:
         # What is still buffered for the closed pipe would fail again when Python flushes standard
         # output at exit ("Exception ignored ... BrokenPipeError"): let it go nowhere instead.

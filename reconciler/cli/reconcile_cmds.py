@@ -14,6 +14,7 @@ from typing import Any
 from reconciler.audit import default_actor
 from reconciler.cli.common import load, open_engine
 from reconciler.errors import ConfigError, HookledgerError
+from reconciler.process import freeze_startup_objects
 from reconciler.storage.models import DiscrepancyStatus
 
 EXIT_OK, EXIT_DISCREPANCIES, EXIT_ERROR = 0, 1, 2
@@ -136,6 +137,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     reconciler = Reconciler(engine, settings, business_engine=business)
     summaries, failed = [], False
     progress, task_ids = _progress(not args.json and sys.stderr.isatty())
+    if args.owns_process:
+        freeze_startup_objects()
     try:
         for source in sources:
             hook = None
@@ -327,6 +330,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     reconciler = Reconciler(engine, settings, business_engine=business)
     try:
         scheduler = build_scheduler(engine, settings, reconciler, run_now=args.run_now)
+        if args.owns_process:
+            freeze_startup_objects()
         signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
         print(
             f"scheduler started: reconcile on '{settings.reconcile.schedule}' "
