@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import statistics
 import subprocess
 import sys
 import threading
@@ -286,6 +287,44 @@ def scenario(db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.Monkey
     biz.drop_all(engine)
 
 
+@pytest.mark.parametrize("delays", [[], [7.0], [5.0, 1.0], [9.0, 1.5, 4.0], [3.0, 8.0, 1.0, 2.0]])
+def test_detection_delays_are_the_median_and_maximum_of_the_runs_own_first_findings(
+    engine: Engine, delays: list[float]
+) -> None:
+    from reconciler.reconcile.findings import detection_delays
+
+    now = datetime.now(UTC)
+
+    def row(key: str, delay: float | None, first: str = "run", last: str = "run") -> dict[str, Any]:
+        return {
+            "source": "stripe",
+            "kind": "missing",
+            "record_key": key,
+            "field": "",
+            "first_seen_at": now,
+            "last_seen_at": now,
+            "first_run_id": first,
+            "last_run_id": last,
+            "status": "open",
+            "detection_delay_seconds": delay,
+        }
+
+    rows = [row(f"e{i}", d) for i, d in enumerate(delays)]
+    rows += [
+        row("no-delay", None),  # an object-only finding: no occurrence time
+        row("older", 1e6, first="earlier"),  # found first by an earlier run, seen again
+        row("other", -1e6, first="other", last="other"),
+    ]
+    with engine.begin() as conn:
+        conn.execute(insert(DISCREPANCIES), rows)
+    with engine.connect() as conn:
+        got = detection_delays(conn, "run")
+    if not delays:
+        assert got is None
+    else:
+        assert got == (pytest.approx(statistics.median(delays)), max(delays))
+
+
 def test_planted_problems_are_found_exactly_and_reruns_add_nothing(scenario: Scenario) -> None:
     summary = scenario.reconciler().run("stripe")
     assert summary.status == "succeeded" and summary.records_scanned == 150
@@ -299,11 +338,19 @@ def test_planted_problems_are_found_exactly_and_reruns_add_nothing(scenario: Sce
         assert row.recover_by == datetime.fromtimestamp(event["created"], UTC) + timedelta(days=30)
         assert row.detection_delay_seconds is not None and row.detection_delay_seconds >= 15 * 60
     assert run.status == "succeeded" and run.records_scanned == 150 and run.counts == summary.found
-    assert (
-        run.detail["detection_delay_max_seconds"]
-        >= run.detail["detection_delay_median_seconds"]
-        > 0
-    )
+    with scenario.engine.connect() as conn:
+        delays = [
+            d
+            for d in conn.execute(
+                select(DISCREPANCIES.c.detection_delay_seconds).where(
+                    DISCREPANCIES.c.first_run_id == run.run_id
+                )
+            ).scalars()
+            if d is not None
+        ]
+    assert len(delays) > 1
+    assert run.detail["detection_delay_median_seconds"] == pytest.approx(statistics.median(delays))
+    assert run.detail["detection_delay_max_seconds"] == pytest.approx(max(delays))
     amounts = [r.amount for r in missing if r.object_type == "invoice"]
     assert amounts and all(isinstance(a, int) and a > 0 for a in amounts)
 

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import socket
-import statistics
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -542,20 +541,9 @@ class Reconciler:
         summary.resolved += F.resolve_fixed_inbox_problems(conn, source.name, run_id, now)
         summary.resolved += self._resolve_business(conn, biz, source, checks, run_id, now)
         conn.execute(delete(RECON_SEEN).where(RECON_SEEN.c.source == source.name))
-        delays = [
-            float(d)
-            for (d,) in conn.execute(
-                # last_run_id is indexed, and a row first seen in this run was last seen in it
-                select(D.c.detection_delay_seconds).where(
-                    D.c.last_run_id == run_id,
-                    D.c.first_run_id == run_id,
-                    D.c.detection_delay_seconds.is_not(None),
-                )
-            )
-        ]
-        if delays:
-            summary.detection_delay_median_seconds = statistics.median(delays)
-            summary.detection_delay_max_seconds = max(delays)
+        delays = F.detection_delays(conn, run_id)
+        if delays is not None:
+            summary.detection_delay_median_seconds, summary.detection_delay_max_seconds = delays
 
     def _resolve_business(
         self,
