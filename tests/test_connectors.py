@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.base import Page, ScanOptions
+from connectors.base import Page, Record, ScanOptions
 from connectors.errors import AuthError, MalformedResponseError, UnavailableError, UnsupportedError
 from connectors.factory import build_connector
 from connectors.github import delivery_record
@@ -813,3 +813,47 @@ def test_with_query_sends_the_url_httpx_would_build_from_params(params: Any) -> 
     # a URL with a query of its own (a Link header's next page): httpx merges, so it gets the params
     assert with_query("/x?page=2", params) == ("/x?page=2", params)
     assert with_query("/x", None) == ("/x", None) and with_query("/x", {}) == ("/x", {})
+
+
+def _reference_event_record(event: dict[str, Any]) -> Record:
+    """event_record as first written (keyword construction, ABC checks): its fast path must agree."""
+
+    def mapping(value: Any) -> Any:
+        return value if isinstance(value, Mapping) else {}
+
+    obj = mapping(mapping(event.get("data")).get("object"))
+    created = event.get("created")
+    object_id = obj.get("id")
+    return Record(
+        event_id=str(event["id"]),
+        event_type=event.get("type"),
+        object_type=obj.get("object"),
+        object_id=str(object_id) if object_id is not None else None,
+        occurred_at=datetime.fromtimestamp(created, UTC) if isinstance(created, int) else None,
+        object_version=str(created) if created is not None else None,
+        payload=event,
+    )
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {
+            "id": "evt_1",
+            "type": "invoice.paid",
+            "created": 1_700_000_000,
+            "data": {"object": {"id": "in_1", "object": "invoice"}},
+        },
+        {"id": 42, "created": 1_700_000_000, "data": {"object": {"id": 7, "object": "charge"}}},
+        {"id": "evt_2", "created": True, "data": {"object": {"id": "x"}}},
+        {"id": "evt_3", "created": 1.5e9, "data": {"object": "not an object"}},
+        {"id": "evt_4", "created": "1700000000", "data": ["a list"]},
+        {"id": "evt_5", "created": None, "data": None},
+        {"id": "evt_6"},
+        {"id": "evt_7", "created": 1_700_000_000, "data": {"object": {"object": "invoice"}}},
+    ],
+)
+def test_event_record_fast_path_equals_the_plain_construction(event: dict[str, Any]) -> None:
+    record = event_record(event)
+    assert record == _reference_event_record(event)
+    assert type(record) is Record and record.attempts == ()
