@@ -1420,3 +1420,183 @@ def test_cli_backfill_redeliver_asks_github_and_is_audited(
             select(AUDIT_LOG.c.action, AUDIT_LOG.c.event_id, AUDIT_LOG.c.reason)
         ).one()
     assert tuple(audit) == ("redeliver", failed.guid, "endpoint was down")
+
+
+# -- the orphan pass's tally (PostgreSQL) ----------------------------------------------------------
+
+
+def _statements_of(scenario: Scenario, run: Any) -> list[str]:
+    """The SQL statements SQLAlchemy sent while ``run()`` ran (the page statements go through the
+    driver and are not among them)."""
+    from sqlalchemy import event
+
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement.strip())
+
+    event.listen(scenario.engine, "before_cursor_execute", record)
+    try:
+        run()
+    finally:
+        event.remove(scenario.engine, "before_cursor_execute", record)
+    return statements
+
+
+def _anti_join_ran(statements: list[str]) -> bool:
+    return any(s.startswith("INSERT INTO discrepancies") and "recon_seen" in s for s in statements)
+
+
+def _unforge(scenario: Scenario, keep: int = 0) -> None:
+    """Take the planted orphans out of the inbox, but ``keep`` of them."""
+    gone = scenario.planted["forged"][keep:]
+    with scenario.engine.begin() as conn:
+        conn.execute(delete(INBOX_EVENTS).where(INBOX_EVENTS.c.event_id.in_(gone)))
+    scenario.expected -= {("orphaned", e, "") for e in gone}
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_postgres_a_window_without_orphans_is_settled_by_the_tally_not_the_anti_join(
+    scenario: Scenario,
+) -> None:
+    _unforge(scenario)
+    statements = _statements_of(scenario, lambda: scenario.reconciler().run("stripe"))
+    assert not _anti_join_ran(statements)
+    assert any("hashtextextended" in s and "FROM inbox_events" in s for s in statements)
+    assert scenario.found() == scenario.expected
+    # an orphan arrives: the tally no longer matches the window, and the anti-join finds it
+    _, body = _forged_event("evt_forged_late")
+    with scenario.engine.begin() as conn:
+        store_items(
+            conn,
+            [
+                IncomingEvent(
+                    "stripe",
+                    parse_stripe({}, body),
+                    body,
+                    {},
+                    datetime.now(UTC) - timedelta(minutes=30),
+                )
+            ],
+        )
+    statements = _statements_of(scenario, lambda: scenario.reconciler().run("stripe", full=True))
+    assert _anti_join_ran(statements)
+    assert scenario.found() == scenario.expected | {("orphaned", "evt_forged_late", "")}
+
+
+def _forged_event(event_id: str) -> tuple[str, bytes]:
+    created = int((datetime.now(UTC) - timedelta(hours=2)).timestamp())
+    return event_id, json.dumps(
+        {
+            "id": event_id,
+            "object": "event",
+            "type": "charge.succeeded",
+            "created": created,
+            "data": {"object": {"id": f"ch_{event_id}", "object": "charge"}},
+        }
+    ).encode()
+
+
+class _ListsOneEventTwice:
+    """A source that lists one event on the page before its own too (offset paging under deletes
+    does that): one id too many in the tally's count."""
+
+    def __init__(self, inner: Any, twice: str) -> None:
+        self.inner, self.twice = inner, twice
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def pages(self, cursor: Any, options: Any) -> Any:
+        import dataclasses
+
+        held = None  # each page waits for the next one, which may add the event to it
+        for page in self.inner.pages(cursor, options):
+            twice = next((r for r in page.records if r.event_id == self.twice), None)
+            if held is not None:
+                yield dataclasses.replace(held, records=(*held.records, twice)) if twice else held
+            held = page
+        if held is not None:
+            yield held
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+def test_an_id_listed_twice_does_not_hide_an_orphan(scenario: Scenario) -> None:
+    """One orphan and one id listed twice: the counts are equal, the hash sums are not, so the
+    anti-join decides, and finds the orphan."""
+    from connectors.factory import build_connector
+
+    _unforge(scenario, keep=1)
+    twice = scenario.planted["stuck"][0]  # inside the window (received before the grace period)
+    recon = scenario.reconciler(
+        connector_factory=lambda s: _ListsOneEventTwice(build_connector(s), twice)
+    )
+    statements = _statements_of(scenario, lambda: recon.run("stripe"))
+    assert _anti_join_ran(statements)
+    assert scenario.found() == scenario.expected
+    assert ("orphaned", scenario.planted["forged"][0], "") in scenario.found()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+def test_a_listed_event_stored_with_an_older_time_than_the_window_leaves_it_to_the_anti_join(
+    scenario: Scenario,
+) -> None:
+    """The tally may only count events inside the window; one stored with a time before the window
+    (its payload said so) makes the tally step aside, and it is no orphan either way."""
+    _unforge(scenario)
+    listed = scenario.planted["stuck"][0]  # listed by the source, received before the grace period
+    with scenario.engine.begin() as conn:
+        conn.execute(
+            update(INBOX_EVENTS)
+            .where(INBOX_EVENTS.c.event_id == listed)
+            .values(occurred_at=datetime.now(UTC) - timedelta(days=20))
+        )
+    statements = _statements_of(scenario, lambda: scenario.reconciler().run("stripe"))
+    assert _anti_join_ran(statements)
+    assert scenario.found() == scenario.expected
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+def test_a_resumed_scan_without_orphans_finds_none(scenario: Scenario) -> None:
+    """The resumed run's tally counts only its own pages; recon_seen holds the interrupted run's too,
+    so the anti-join decides (and finds nothing)."""
+    from reconciler.errors import HookledgerError
+
+    _unforge(scenario)
+    with pytest.raises(HookledgerError, match="stopped after"):
+        scenario.reconciler().run("stripe", stop_after_pages=2)
+    statements = _statements_of(scenario, lambda: scenario.reconciler().run("stripe"))
+    assert _anti_join_ran(statements)
+    assert scenario.found() == scenario.expected
+
+
+class _Counted:
+    """A connector that counts how often it is closed."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.closed = inner, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def close(self) -> None:
+        self.closed += 1
+        self.inner.close()
+
+
+def test_the_connector_built_alongside_the_runs_start_is_closed_once_run_or_skipped(
+    scenario: Scenario,
+) -> None:
+    from connectors.factory import build_connector
+
+    built: list[tuple[_Counted, str]] = []
+
+    def factory(source: Any) -> Any:
+        built.append((_Counted(build_connector(source)), threading.current_thread().name))
+        return built[-1][0]
+
+    assert scenario.reconciler(connector_factory=factory).run("stripe").status == "succeeded"
+    with scenario.engine.begin() as conn:  # someone else holds the lease
+        assert acquire(conn, "stripe", "someone", datetime.now(UTC), timedelta(minutes=5))
+    assert scenario.reconciler(connector_factory=factory).run("stripe").status == "skipped"
+    assert [(c.closed, thread) for c, thread in built] == [(1, "connector-build")] * 2

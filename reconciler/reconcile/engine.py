@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from reconciler.reconcile.business import BoundCheck, bind_checks, duplicated, r
 from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
 from reconciler.reconcile.lease import acquire, release
 from reconciler.reconcile.pages import StatementPages, TransactionPages, page_store
-from reconciler.reconcile.seen import require_json, scan_start
+from reconciler.reconcile.seen import ListedTally, require_json, seen_so_far
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
@@ -120,6 +121,7 @@ class _Scan:
     now: datetime
     grace: timedelta
     dry_run: bool
+    tally: ListedTally
     unbracketed: bool = False  # PostgreSQL: no transaction a page (see pages.StatementPages)
     fetched: dict[tuple[str, str], Mapping[str, Any] | None] = field(default_factory=dict)
 
@@ -162,45 +164,28 @@ class Reconciler:
         if not source.enabled:
             raise ConfigError(f"source '{source_name}' is disabled")
         require_json(self.engine.dialect.name)
-        checks = bind_checks(self.business_engine, source)
-        now = self.clock()
-        summary = RunSummary(
-            run_id=str(uuid.uuid4()), source=source.name, status=RunStatus.RUNNING.value
-        )
-        if not dry_run:
-            with self.engine.begin() as conn:
-                if not acquire(
-                    conn, source.name, self.owner, now, timedelta(seconds=self.cfg.lease_seconds)
-                ):
-                    summary.status = RunStatus.SKIPPED.value
-                    self._insert_run(conn, summary, trigger, now, RunStatus.SKIPPED)
-                    log.info(
-                        "another reconciliation of %s holds the lease; skipped",
-                        source.name,
-                        extra={"source": source.name},
-                    )
-                    return summary
-                # A run still "running" without the lease died with its process: say so in the history.
-                conn.execute(
-                    update(RECON_RUNS)
-                    .where(
-                        RECON_RUNS.c.source == source.name, RECON_RUNS.c.status == RunStatus.RUNNING
-                    )
-                    .values(
-                        status=RunStatus.FAILED,
-                        finished_at=now,
-                        error="abandoned: its process stopped before the run finished",
-                    )
-                )
-                self._insert_run(conn, summary, trigger, now, RunStatus.RUNNING)
-        connector: Connector | None = None
+        # The connector (an HTTP client: its SSL context alone is ~40 ms here) is made on a thread of
+        # its own while the run's database work before the first page goes on.
+        prepared = _PreparedConnector(self.connector_factory, source)
         try:
-            # Built inside the guard: a connector that cannot be built (a missing key) still ends the
-            # run as failed and frees the lease, instead of blocking the source until the lease expires.
-            connector = self.connector_factory(source)
+            checks = bind_checks(self.business_engine, source)
+            now = self.clock()
+            summary = RunSummary(
+                run_id=str(uuid.uuid4()), source=source.name, status=RunStatus.RUNNING.value
+            )
+            skipped = not dry_run and not self._begin_run(summary, source, trigger, now)
+        except BaseException:
+            prepared.close()
+            raise
+        if skipped:
+            prepared.close()
+            return summary
+        try:
+            # A connector that cannot be built (a missing key) still ends the run as failed and frees
+            # the lease, instead of blocking the source until the lease expires.
             self._scan(
                 source,
-                connector,
+                prepared,
                 checks,
                 summary,
                 now,
@@ -216,12 +201,41 @@ class Reconciler:
             summary.error = str(exc)
             raise
         finally:
-            if connector is not None:
-                connector.close()
+            prepared.close()
             if not dry_run:
                 with self.engine.begin() as conn:
                     self._finish_run(conn, summary, source.name)
         return summary
+
+    def _begin_run(
+        self, summary: RunSummary, source: SourceSettings, trigger: str, now: datetime
+    ) -> bool:
+        """Take the source's lease and record the run; False (the run recorded as skipped) when
+        another reconciliation holds it."""
+        with self.engine.begin() as conn:
+            if not acquire(
+                conn, source.name, self.owner, now, timedelta(seconds=self.cfg.lease_seconds)
+            ):
+                summary.status = RunStatus.SKIPPED.value
+                self._insert_run(conn, summary, trigger, now, RunStatus.SKIPPED)
+                log.info(
+                    "another reconciliation of %s holds the lease; skipped",
+                    source.name,
+                    extra={"source": source.name},
+                )
+                return False
+            # A run still "running" without the lease died with its process: say so in the history.
+            conn.execute(
+                update(RECON_RUNS)
+                .where(RECON_RUNS.c.source == source.name, RECON_RUNS.c.status == RunStatus.RUNNING)
+                .values(
+                    status=RunStatus.FAILED,
+                    finished_at=now,
+                    error="abandoned: its process stopped before the run finished",
+                )
+            )
+            self._insert_run(conn, summary, trigger, now, RunStatus.RUNNING)
+        return True
 
     # -- the scan ----------------------------------------------------------------------------------
 
@@ -238,7 +252,7 @@ class Reconciler:
     def _scan(
         self,
         source: SourceSettings,
-        connector: Connector,
+        prepared: _PreparedConnector,
         checks: list[BoundCheck],
         summary: RunSummary,
         now: datetime,
@@ -257,18 +271,30 @@ class Reconciler:
             overlap=timedelta(seconds=self.cfg.overlap_seconds),
         )
         with self.engine.connect() as conn, self._business(conn) as biz:
-            scan = _Scan(conn, biz, source, connector, checks, summary, now, grace, dry_run)
             outer = conn.begin() if dry_run else None  # dry run: one transaction, rolled back
+            cursor = None if options.full else load_cursor(conn, source.name)
+            connector = prepared.get()  # (its build overlapped the run's database work so far)
+            scan = _Scan(
+                conn,
+                biz,
+                source,
+                connector,
+                checks,
+                summary,
+                now,
+                grace,
+                dry_run,
+                ListedTally(listed_before=now - grace),
+            )
             before = _scan_session(conn)
             try:
-                cursor = None if options.full else load_cursor(conn, source.name)
                 if cursor is None:  # a scan from scratch: ids an abandoned scan saw are not its own
                     conn.execute(delete(RECON_SEEN).where(RECON_SEEN.c.source == source.name))
                 if conn.in_transaction() and not dry_run:
                     conn.commit()
                 scan.unbracketed = not dry_run and _pages_unbracketed(conn)
                 store = page_store(
-                    conn, source.name, summary.run_id, now, autocommit=scan.unbracketed
+                    conn, source.name, summary.run_id, now, scan.tally, autocommit=scan.unbracketed
                 )
                 try:
                     # closed on the way out, also on a failure: its request ahead stops with it
@@ -292,7 +318,7 @@ class Reconciler:
                     conn.execution_options(isolation_level=conn.default_isolation_level)
                     scan.unbracketed = False
                 tx = None if dry_run else conn.begin()
-                self._after_pages(conn, biz, source, checks, summary, now, grace)
+                self._after_pages(conn, biz, source, checks, summary, now, grace, scan.tally)
                 if tx is not None:
                     tx.commit()
             finally:
@@ -363,7 +389,8 @@ class Reconciler:
             scan.now,
             scan.grace,
         )
-        settled = [r for r in records if r.occurred_at is None or r.occurred_at <= now - grace]
+        cutoff = now - grace
+        settled = [r for r in records if r.occurred_at is None or r.occurred_at <= cutoff]
         found: list[F.Finding] = []
         # which of the page's objects the inbox holds (one query; its events: ``absent_events``)
         object_keys = sorted(
@@ -380,21 +407,25 @@ class Reconciler:
             present_objects = {(t or "", o) for t, o in rows}
         retention = connector.retention
         has_log = source.kind in DELIVERY_LOG_KINDS
+        # One pass for a page's usual case, where the inbox holds (almost) every event: only the
+        # absent ones are looked at one by one.
+        missing = [
+            r
+            for r in settled
+            if (
+                r.event_id in absent_events
+                if r.event_id
+                else (r.object_type or "", str(r.object_id)) not in present_objects
+            )
+        ]
         attempts_by_event: dict[str, list[Any]] = {}
-        for r in settled:
-            if r.event_id:
-                attempts_by_event.setdefault(r.event_id, []).extend(r.attempts)
-        received_keys: set[str] = set()
+        if has_log and missing:
+            for r in settled:
+                if r.event_id:
+                    attempts_by_event.setdefault(r.event_id, []).extend(r.attempts)
         reported: set[str] = set()
-        for r in settled:
+        for r in missing:
             key = _key(r)
-            if r.event_id:
-                is_present = r.event_id not in absent_events
-            else:
-                is_present = (r.object_type or "", str(r.object_id)) in present_objects
-            if is_present:
-                received_keys.add(key)
-                continue
             if key in reported:
                 continue
             reported.add(key)
@@ -420,6 +451,11 @@ class Reconciler:
                     else {},
                 )
             )
+        if not scan.checks:
+            return found
+        # a key's records are all present or all absent (presence is by event id, or by object)
+        absent_keys = {_key(r) for r in missing}
+        received_keys = {key for key in map(_key, settled) if key not in absent_keys}
         for check in scan.checks:
             found.extend(self._check(scan, check, settled, received_keys))
         return found
@@ -520,10 +556,11 @@ class Reconciler:
         summary: RunSummary,
         now: datetime,
         grace: timedelta,
+        tally: ListedTally,
     ) -> None:
         run_id = summary.run_id
         # The scan's window starts at the oldest record it saw, in this run or an interrupted one.
-        start = scan_start(conn, source.name)
+        start, seen_rows = seen_so_far(conn, source.name)
         if start is not None and conn.dialect.name == "postgresql":
             # recon_seen is emptied after every scan and refilled by the next: whatever statistics
             # autovacuum last took (an empty table, another source's ids) are wrong now, and with
@@ -531,7 +568,9 @@ class Reconciler:
             # inbox row (100k events: over four minutes instead of ~0.1 s). Fresh ones cost a sample.
             conn.exec_driver_sql(f"ANALYZE {RECON_SEEN.name}")
         if start is not None and source.kind != "shopify":
-            orphans = F.record_orphans(conn, source.name, run_id, now, start, grace)
+            orphans = F.record_orphans(
+                conn, source.name, run_id, now, start, grace, tally, seen_rows
+            )
             summary.add(DiscrepancyKind.ORPHANED, orphans)
         stuck, dead = F.record_stuck_and_dead(
             conn, source.name, run_id, now, timedelta(seconds=self.cfg.stuck_after_seconds)
@@ -765,6 +804,45 @@ def _closing(pages: Iterator[Page]) -> Iterator[Iterator[Page]]:
         close = getattr(pages, "close", None)
         if close is not None:
             close()
+
+
+class _PreparedConnector:
+    """A source's connector, built on a thread of its own from the moment the run starts: what it
+    costs (an HTTP client, its SSL context, a GitHub App's key) overlaps the run's first database
+    work instead of coming after it. :meth:`get` waits for it (raising what its build raised);
+    :meth:`close` waits and closes whatever was built, used or not."""
+
+    def __init__(
+        self, factory: Callable[[SourceSettings], Connector], source: SourceSettings
+    ) -> None:
+        self._connector: Connector | None = None
+        self._error: BaseException | None = None
+        self._closed = False
+        self._thread = threading.Thread(
+            target=self._build, args=(factory, source), name="connector-build", daemon=True
+        )
+        self._thread.start()
+
+    def _build(
+        self, factory: Callable[[SourceSettings], Connector], source: SourceSettings
+    ) -> None:
+        try:
+            self._connector = factory(source)
+        except BaseException as exc:  # raised to the run by get()
+            self._error = exc
+
+    def get(self) -> Connector:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._connector is not None
+        return self._connector
+
+    def close(self) -> None:
+        self._thread.join()
+        if self._connector is not None and not self._closed:
+            self._closed = True
+            self._connector.close()
 
 
 class _Interrupted(HookledgerError):

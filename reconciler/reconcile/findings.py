@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 
 from reconciler.cursors import cursor_upsert
+from reconciler.reconcile.seen import ListedTally
 from reconciler.storage.dialect import PrecompiledWrite, insert_for
 from reconciler.storage.models import (
     CURSORS,
@@ -358,24 +359,68 @@ def record_orphans(
     now: datetime,
     window_start: datetime,
     grace: timedelta,
+    tally: ListedTally | None = None,
+    seen_rows: int | None = None,
 ) -> int:
     """Inbox webhook events inside the scan's window that the source did not list: an anti-join in SQL
-    against the ids the scan saw (``recon_seen``), never a set in memory."""
-    received_from = window_start - CLOCK_SKEW
-    first_received = conn.execute(
-        select(func.min(E.c.received_at)).where(E.c.source == source)
-    ).scalar()
-    whole_inbox = first_received is None or first_received >= received_from
-    where = and_(
+    against the ids the scan saw (``recon_seen``), never a set in memory. On PostgreSQL the scan's
+    ``tally`` first answers the usual case, a window without orphans, with one count over the window
+    (:func:`_listed_all`)."""
+    window = and_(
         E.c.origin == EventOrigin.WEBHOOK,
         func.coalesce(E.c.occurred_at, E.c.received_at) >= window_start,
-        E.c.received_at >= received_from,
+        E.c.received_at >= window_start - CLOCK_SKEW,
         E.c.received_at <= now - grace,
-        _not_seen(conn, source, whole_inbox=whole_inbox),
     )
+    if conn.dialect.name == "postgresql":
+        if tally is not None and _listed_all(conn, source, window, window_start, tally, seen_rows):
+            return 0
+        whole_inbox = False  # (only SQLite plans by it)
+    else:
+        first_received = conn.execute(
+            select(func.min(E.c.received_at)).where(E.c.source == source)
+        ).scalar()
+        whole_inbox = first_received is None or first_received >= window_start - CLOCK_SKEW
     return _insert_from(
-        conn, source, run_id, now, DiscrepancyKind.ORPHANED, where, "not_listed_by_source"
+        conn,
+        source,
+        run_id,
+        now,
+        DiscrepancyKind.ORPHANED,
+        and_(window, _not_seen(conn, source, whole_inbox=whole_inbox)),
+        "not_listed_by_source",
     )
+
+
+def _listed_all(
+    conn: Connection,
+    source: str,
+    window: Any,
+    window_start: datetime,
+    tally: ListedTally,
+    seen_rows: int | None,
+) -> bool:
+    """Whether the scan's page lookups found every inbox webhook event of the window among the
+    source's ids (see :class:`seen.ListedTally`): the window's count and hash sum equal the tally's,
+    every event the tally counted is inside the window, and the tally saw every ``recon_seen`` row
+    of the scan (a resumed scan's earlier rows were counted by another run). One pass over the
+    window's rows, where the anti-join also unpacks and hashes every seen id (100k events: ~45
+    against ~240 ms)."""
+    if seen_rows != tally.seen_rows:
+        return False
+    if tally.count and (
+        tally.earliest is None
+        or tally.first_received is None
+        or tally.earliest < window_start
+        or tally.first_received < window_start - CLOCK_SKEW
+    ):
+        return False  # an event the tally counted lies outside the window: let the anti-join judge
+    count, hash_sum = conn.execute(
+        select(func.count(), func.sum(func.hashtextextended(E.c.event_id, 0))).where(
+            E.c.source == source, E.c.received_at <= tally.listed_before, window
+        )
+    ).one()
+    return int(count) == tally.count and int(hash_sum or 0) == tally.hash_sum
 
 
 def record_stuck_and_dead(

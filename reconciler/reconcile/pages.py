@@ -21,25 +21,42 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Connection, Text, bindparam, cast, exists, func, not_, select
+from sqlalchemy import (
+    JSON,
+    Connection,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    func,
+    not_,
+    null,
+    select,
+    union_all,
+)
 from sqlalchemy.dialects import postgresql
 
 from reconciler.cursors import save_cursor
 from reconciler.reconcile import findings as F
-from reconciler.reconcile.seen import LOOKUP_CHUNK, remember_and_find_absent
+from reconciler.reconcile.seen import LOOKUP_CHUNK, ListedTally, remember_and_find_absent
 from reconciler.storage.dialect import PrecompiledStatement
-from reconciler.storage.models import INBOX_EVENTS, RECON_SEEN
+from reconciler.storage.models import INBOX_EVENTS, RECON_SEEN, EventOrigin
+
+E = INBOX_EVENTS
 
 
 class TransactionPages:
     """In the caller's transaction (one a page)."""
 
-    def __init__(self, conn: Connection, source: str, run_id: str, now: datetime) -> None:
+    def __init__(
+        self, conn: Connection, source: str, run_id: str, now: datetime, tally: ListedTally
+    ) -> None:
         self.conn, self.source, self.run_id, self.now = conn, source, run_id, now
+        self.tally = tally
 
     def lookup(self, event_ids: Sequence[str], oldest: datetime | None) -> set[str]:
         """Remember the page's ids; return those the inbox lacks."""
-        return remember_and_find_absent(self.conn, self.source, event_ids, oldest)
+        return remember_and_find_absent(self.conn, self.source, event_ids, oldest, self.tally)
 
     def write(self, findings: Sequence[F.Finding], cursor: Mapping[str, Any]) -> None:
         """The page's findings and the cursor after it."""
@@ -52,21 +69,43 @@ class TransactionPages:
 
 def _write_and_lookup(conn: Connection) -> Any:
     """The previous page's findings and cursor (:func:`findings.page_write_pg`), this page's seen ids,
-    and this page's lookup, as one statement."""
+    and this page's lookup with its tally row (as ``seen._SEEN_AND_ABSENT_PG``), as one statement."""
     ids = bindparam("ids", type_=Text)
-    page = func.json_array_elements_text(cast(ids, JSON)).table_valued("value")
+    source: Any = bindparam("seen_source")
+    listed = func.json_array_elements_text(cast(ids, JSON)).table_valued("value").alias("x")
     seen = postgresql.insert(RECON_SEEN).values(
-        source=bindparam("seen_source"), event_ids=ids, occurred_epoch=bindparam("seen_epoch")
+        source=source, event_ids=ids, occurred_epoch=bindparam("seen_epoch")
     )
-    absent = select(page.c.value).where(
-        not_(
-            exists().where(
-                INBOX_EVENTS.c.source == bindparam("seen_source"),
-                INBOX_EVENTS.c.event_id == page.c.value,
-            )
+    probe = (
+        select(
+            listed.c.value.label("id"),
+            E.c.event_id.is_not(None).label("present"),
+            E.c.origin,
+            E.c.received_at,
+            E.c.occurred_at,
         )
+        .select_from(
+            listed.outerjoin(E, and_(E.c.source == source, E.c.event_id == listed.c.value))
+        )
+        .cte("probe")
     )
-    return absent.add_cte(seen.cte("page_seen")).add_cte(F.page_write_pg(conn).cte("previous_page"))
+    absent = select(probe.c.id, null(), null(), null(), null()).where(not_(probe.c.present))
+    tally = select(
+        null(),
+        func.count(),
+        func.sum(func.hashtextextended(probe.c.id, 0)),
+        func.min(func.coalesce(probe.c.occurred_at, probe.c.received_at)),
+        func.min(probe.c.received_at),
+    ).where(
+        probe.c.present,
+        probe.c.origin == EventOrigin.WEBHOOK.value,
+        probe.c.received_at <= bindparam("listed_before", type_=E.c.received_at.type),
+    )
+    return (
+        union_all(absent, tally)
+        .add_cte(seen.cte("page_seen"))
+        .add_cte(F.page_write_pg(conn).cte("previous_page"))
+    )
 
 
 _WRITE_AND_LOOKUP = PrecompiledStatement(_write_and_lookup)
@@ -76,23 +115,27 @@ _WRITE = PrecompiledStatement(F.page_write_pg)
 class StatementPages:
     """One statement a page, in autocommit (see the module)."""
 
-    def __init__(self, conn: Connection, source: str, run_id: str, now: datetime) -> None:
+    def __init__(
+        self, conn: Connection, source: str, run_id: str, now: datetime, tally: ListedTally
+    ) -> None:
         self.conn, self.source, self.run_id, self.now = conn, source, run_id, now
+        self.tally = tally
         self.pending: dict[str, Any] | None = None  # the previous page's findings and cursor
 
     def lookup(self, event_ids: Sequence[str], oldest: datetime | None) -> set[str]:
         if self.pending is None or not event_ids or len(event_ids) > LOOKUP_CHUNK:
             self.flush()
-            return remember_and_find_absent(self.conn, self.source, event_ids, oldest)
+            return remember_and_find_absent(self.conn, self.source, event_ids, oldest, self.tally)
         params = {
             **self.pending,
             "ids": json.dumps(list(event_ids)),
             "seen_source": self.source,
             "seen_epoch": oldest.timestamp() if oldest is not None else None,
+            "listed_before": self.tally.listed_before,
         }
         rows = _WRITE_AND_LOOKUP.execute(self.conn, params)
         self.pending = None
-        return {row[0] for row in rows}
+        return self.tally.add(rows)
 
     def write(self, findings: Sequence[F.Finding], cursor: Mapping[str, Any]) -> None:
         self.pending = F.page_write_params(self.source, self.run_id, self.now, findings, cursor)
@@ -104,9 +147,16 @@ class StatementPages:
 
 
 def page_store(
-    conn: Connection, source: str, run_id: str, now: datetime, *, autocommit: bool
+    conn: Connection,
+    source: str,
+    run_id: str,
+    now: datetime,
+    tally: ListedTally,
+    *,
+    autocommit: bool,
 ) -> TransactionPages | StatementPages:
-    """The page store of a scan's connection (``autocommit``: it runs without a transaction a page)."""
+    """The page store of a scan's connection (``autocommit``: it runs without a transaction a page);
+    on PostgreSQL its lookups add to ``tally``."""
     if autocommit and conn.dialect.name == "postgresql":
-        return StatementPages(conn, source, run_id, now)
-    return TransactionPages(conn, source, run_id, now)
+        return StatementPages(conn, source, run_id, now, tally)
+    return TransactionPages(conn, source, run_id, now, tally)

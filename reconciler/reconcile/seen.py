@@ -21,13 +21,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Connection, func, select
 
 from reconciler.errors import ConfigError
 from reconciler.storage.dialect import driver_execute
-from reconciler.storage.models import INBOX_EVENTS, RECON_SEEN
+from reconciler.storage.models import INBOX_EVENTS, RECON_SEEN, EventOrigin
 
 _INBOX = INBOX_EVENTS.name
 _SEEN = RECON_SEEN.name
@@ -38,12 +40,66 @@ _ABSENT_SQLITE = (
     f"(SELECT 1 FROM {_INBOX} AS e WHERE e.source = ? AND e.event_id = j.value)"
 )
 _SEEN_SQLITE = f"INSERT INTO {_SEEN} (source, event_ids, occurred_epoch) VALUES (?, ?, ?)"
+# PostgreSQL: the page's probe also counts what it found of the inbox's webhook events (the orphan
+# pass's tally, see :class:`ListedTally`): the absent ids, then one row of the tally.
+_PROBE_PG = (
+    "probe AS (SELECT x.id, e.event_id IS NOT NULL AS present, e.origin, e.received_at, "
+    "e.occurred_at FROM json_array_elements_text(({ids})::json) AS x(id) "
+    f"LEFT JOIN {_INBOX} AS e ON e.source = {{source}} AND e.event_id = x.id)"
+)
+_PROBE_RESULT_PG = (
+    "SELECT id, NULL, NULL, NULL, NULL FROM probe WHERE NOT present UNION ALL "
+    "SELECT NULL, count(*), sum(hashtextextended(id, 0)), min(coalesce(occurred_at, received_at)), "
+    "min(received_at) FROM probe WHERE present AND origin = '{webhook}' AND received_at <= {before}"
+)
 _SEEN_AND_ABSENT_PG = (
     f"WITH page AS (SELECT %s::text AS ids), "
-    f"seen AS (INSERT INTO {_SEEN} (source, event_ids, occurred_epoch) SELECT %s, ids, %s FROM page) "
-    f"SELECT x.id FROM page, json_array_elements_text(page.ids::json) AS x(id) WHERE NOT EXISTS "
-    f"(SELECT 1 FROM {_INBOX} AS e WHERE e.source = %s AND e.event_id = x.id)"
+    f"seen AS (INSERT INTO {_SEEN} (source, event_ids, occurred_epoch) SELECT %s, ids, %s FROM page), "
+    + _PROBE_PG.format(ids="SELECT ids FROM page", source="%s")
+    + " "
+    + _PROBE_RESULT_PG.format(webhook=EventOrigin.WEBHOOK.value, before="%s")
 )
+
+
+@dataclass
+class ListedTally:
+    """What a scan's page lookups found of the inbox on PostgreSQL: how many of the listed ids are
+    inbox webhook events received by ``listed_before`` (the orphan pass's cut-off), the sum of their
+    ``hashtextextended`` values, the earliest of their times and receipts, and how many
+    ``recon_seen`` rows the scan wrote alongside.
+
+    The orphan pass compares it with the same count and sum over its window of the inbox
+    (:func:`findings.record_orphans`): every event counted here is inside the window (the earliest
+    times say so), so equal counts mean the source listed every webhook event of the window, and
+    there is no orphan to look for. The sum guards against an id the source listed twice standing in
+    for one it did not list. Anything else (unequal, or ``recon_seen`` holding rows of an earlier,
+    interrupted scan) leaves the decision to the anti-join, as without a tally."""
+
+    listed_before: datetime
+    count: int = 0
+    hash_sum: int = 0
+    earliest: datetime | None = None  # min(coalesce(occurred_at, received_at)) of those counted
+    first_received: datetime | None = None
+    seen_rows: int = 0
+
+    def add(self, rows: Sequence[Any]) -> set[str]:
+        """Take a probe's rows (:data:`_PROBE_RESULT_PG`): the tally row into the tally, and return
+        the absent ids."""
+        absent: set[str] = set()
+        for value, count, hash_sum, earliest, first_received in rows:
+            if value is not None:
+                absent.add(value)
+            elif count:
+                self.count += count
+                self.hash_sum += int(hash_sum)
+                self.earliest = earliest if self.earliest is None else min(self.earliest, earliest)
+                self.first_received = (
+                    first_received
+                    if self.first_received is None
+                    else min(self.first_received, first_received)
+                )
+        self.seen_rows += 1
+        return absent
 
 
 def _sqlite_has_json() -> bool:
@@ -76,26 +132,41 @@ def _chunks(event_ids: Sequence[str]) -> list[str]:
 
 
 def remember_and_find_absent(
-    conn: Connection, source: str, event_ids: Sequence[str], oldest: datetime | None
+    conn: Connection,
+    source: str,
+    event_ids: Sequence[str],
+    oldest: datetime | None,
+    tally: ListedTally | None = None,
 ) -> set[str]:
     """A page's ids: append them to the scan's seen ids, with the page's oldest occurred time, and
     return those the inbox lacks (one probe of the unique ``(source, event_id)`` index per id); on
-    PostgreSQL one statement per chunk."""
+    PostgreSQL one statement per chunk, which also adds to ``tally`` (required there)."""
     epoch = oldest.timestamp() if oldest is not None else None
     absent: set[str] = set()
     for chunk in _chunks(event_ids):
         if conn.dialect.name == "postgresql":
-            rows = driver_execute(conn, _SEEN_AND_ABSENT_PG, (chunk, source, epoch, source))
+            if tally is None:
+                raise ValueError("a PostgreSQL page lookup needs the scan's ListedTally")
+            params = (chunk, source, epoch, source, tally.listed_before)
+            absent |= tally.add(driver_execute(conn, _SEEN_AND_ABSENT_PG, params))
         else:
             driver_execute(conn, _SEEN_SQLITE, (source, chunk, epoch))
-            rows = driver_execute(conn, _ABSENT_SQLITE, (chunk, source))
-        absent.update(row[0] for row in rows)
+            absent.update(row[0] for row in driver_execute(conn, _ABSENT_SQLITE, (chunk, source)))
     return absent
+
+
+def seen_so_far(conn: Connection, source: str) -> tuple[datetime | None, int]:
+    """The oldest record the current scan has seen (in this run or an interrupted one), and how many
+    ``recon_seen`` rows hold its ids."""
+    epoch, rows = conn.execute(
+        select(func.min(RECON_SEEN.c.occurred_epoch), func.count()).where(
+            RECON_SEEN.c.source == source
+        )
+    ).one()
+    start = datetime.fromtimestamp(float(epoch), UTC) if epoch is not None else None
+    return start, int(rows)
 
 
 def scan_start(conn: Connection, source: str) -> datetime | None:
     """The oldest record the current scan has seen (in this run or an interrupted one)."""
-    epoch = conn.execute(
-        select(func.min(RECON_SEEN.c.occurred_epoch)).where(RECON_SEEN.c.source == source)
-    ).scalar()
-    return datetime.fromtimestamp(float(epoch), UTC) if epoch is not None else None
+    return seen_so_far(conn, source)[0]
