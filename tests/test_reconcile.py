@@ -1600,3 +1600,18 @@ def test_the_connector_built_alongside_the_runs_start_is_closed_once_run_or_skip
         assert acquire(conn, "stripe", "someone", datetime.now(UTC), timedelta(minutes=5))
     assert scenario.reconciler(connector_factory=factory).run("stripe").status == "skipped"
     assert [(c.closed, thread) for c, thread in built] == [(1, "connector-build")] * 2
+
+
+def test_resolution_passes_run_only_for_kinds_with_open_discrepancies(scenario: Scenario) -> None:
+    from reconciler.reconcile.findings import open_kinds
+
+    scenario.reconciler().run("stripe")
+    with scenario.engine.connect() as conn:
+        assert {str(k) for k in open_kinds(conn, "stripe")} == {k for k, _, _ in scenario.expected}
+    with scenario.engine.begin() as conn:  # an operator ignores every one of them
+        conn.execute(update(DISCREPANCIES).values(status="ignored"))
+    statements = _statements_of(scenario, lambda: scenario.reconciler().run("stripe"))
+    assert not [s for s in statements if s.startswith("UPDATE discrepancies")]
+    assert scenario.found("ignored") == scenario.expected and scenario.found() == set()
+    with scenario.engine.connect() as conn:
+        assert open_kinds(conn, "stripe") == set()

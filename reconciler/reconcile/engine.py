@@ -51,7 +51,12 @@ from reconciler.storage.types import utcnow
 log = logging.getLogger(__name__)
 E = INBOX_EVENTS
 D = DISCREPANCIES
-DELIVERY_LOG_KINDS = ("github",)  # providers whose list says whether each delivery succeeded
+DELIVERY_LOG_KINDS = ("github",)
+BUSINESS_KINDS = (
+    DiscrepancyKind.UNAPPLIED,
+    DiscrepancyKind.DUPLICATE,
+    DiscrepancyKind.DIVERGED,
+)  # providers whose list says whether each delivery succeeded
 ProgressHook = Callable[[str, int], None]  # (source, records scanned so far)
 
 
@@ -561,15 +566,33 @@ class Reconciler:
         run_id = summary.run_id
         # The scan's window starts at the oldest record it saw, in this run or an interrupted one.
         start, seen_rows = seen_so_far(conn, source.name)
-        if start is not None and conn.dialect.name == "postgresql":
+        # The kinds with open discrepancies before these passes: a resolution pass over a kind with
+        # none has nothing to do (what the passes below add was seen in this run: not resolvable).
+        open_kinds = F.open_kinds(conn, source.name)
+        analyzed = False
+
+        def fresh_seen_statistics() -> None:
             # recon_seen is emptied after every scan and refilled by the next: whatever statistics
             # autovacuum last took (an empty table, another source's ids) are wrong now, and with
             # them PostgreSQL planned the orphan anti-join as a nested loop over the whole heap per
-            # inbox row (100k events: over four minutes instead of ~0.1 s). Fresh ones cost a sample.
-            conn.exec_driver_sql(f"ANALYZE {RECON_SEEN.name}")
+            # inbox row (100k events: over four minutes instead of ~0.1 s). Fresh ones cost a sample,
+            # taken before the first statement that joins the seen ids.
+            nonlocal analyzed
+            if not analyzed and start is not None and conn.dialect.name == "postgresql":
+                conn.exec_driver_sql(f"ANALYZE {RECON_SEEN.name}")
+            analyzed = True
+
         if start is not None and source.kind != "shopify":
             orphans = F.record_orphans(
-                conn, source.name, run_id, now, start, grace, tally, seen_rows
+                conn,
+                source.name,
+                run_id,
+                now,
+                start,
+                grace,
+                tally,
+                seen_rows,
+                before_anti_join=fresh_seen_statistics,
             )
             summary.add(DiscrepancyKind.ORPHANED, orphans)
         stuck, dead = F.record_stuck_and_dead(
@@ -577,8 +600,13 @@ class Reconciler:
         )
         summary.add(DiscrepancyKind.STUCK, stuck)
         summary.add(DiscrepancyKind.DEAD, dead)
-        summary.resolved += F.resolve_fixed_inbox_problems(conn, source.name, run_id, now)
-        summary.resolved += self._resolve_business(conn, biz, source, checks, run_id, now)
+        if DiscrepancyKind.ORPHANED in open_kinds:
+            fresh_seen_statistics()  # resolving them joins the seen ids
+        summary.resolved += F.resolve_fixed_inbox_problems(
+            conn, source.name, run_id, now, open_kinds
+        )
+        if open_kinds & set(BUSINESS_KINDS):
+            summary.resolved += self._resolve_business(conn, biz, source, checks, run_id, now)
         conn.execute(delete(RECON_SEEN).where(RECON_SEEN.c.source == source.name))
         delays = F.detection_delays(conn, run_id)
         if delays is not None:
@@ -596,7 +624,7 @@ class Reconciler:
         """Open unapplied / duplicate / diverged rows not seen again this run: re-check the business
         table in batches and resolve what is fixed."""
         by_table = {c.check.table: c for c in checks}
-        kinds = [DiscrepancyKind.UNAPPLIED, DiscrepancyKind.DUPLICATE, DiscrepancyKind.DIVERGED]
+        kinds = list(BUSINESS_KINDS)
         resolved = 0
         last_id = 0
         while True:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -361,11 +361,13 @@ def record_orphans(
     grace: timedelta,
     tally: ListedTally | None = None,
     seen_rows: int | None = None,
+    *,
+    before_anti_join: Callable[[], None] | None = None,
 ) -> int:
     """Inbox webhook events inside the scan's window that the source did not list: an anti-join in SQL
     against the ids the scan saw (``recon_seen``), never a set in memory. On PostgreSQL the scan's
     ``tally`` first answers the usual case, a window without orphans, with one count over the window
-    (:func:`_listed_all`)."""
+    (:func:`_listed_all`). ``before_anti_join`` runs just before the anti-join, if it runs."""
     window = and_(
         E.c.origin == EventOrigin.WEBHOOK,
         func.coalesce(E.c.occurred_at, E.c.received_at) >= window_start,
@@ -381,6 +383,8 @@ def record_orphans(
             select(func.min(E.c.received_at)).where(E.c.source == source)
         ).scalar()
         whole_inbox = first_received is None or first_received >= window_start - CLOCK_SKEW
+    if before_anti_join is not None:
+        before_anti_join()
     return _insert_from(
         conn,
         source,
@@ -469,42 +473,76 @@ def resolve(
     return int(result.rowcount or 0)
 
 
-def resolve_fixed_inbox_problems(conn: Connection, source: str, run_id: str, now: datetime) -> int:
+def open_kinds(conn: Connection, source: str) -> set[DiscrepancyKind]:
+    """The kinds of which the source has open discrepancies (one index range)."""
+    rows = conn.execute(
+        select(D.c.kind)
+        .where(D.c.status == DiscrepancyStatus.OPEN, D.c.source == source)
+        .distinct()
+    ).scalars()
+    return {DiscrepancyKind(kind) for kind in rows}
+
+
+def resolve_fixed_inbox_problems(
+    conn: Connection,
+    source: str,
+    run_id: str,
+    now: datetime,
+    open_kinds: set[DiscrepancyKind] | None = None,
+) -> int:
     """Missing events that have arrived since; stuck or dead events that are no longer (every run rescans
-    all of them, so one not seen again is gone); orphans the source has now listed or that are gone."""
-    # Two EXISTS, each answered by an index (an OR inside one EXISTS made it scan the inbox).
-    event_arrived = and_(
-        D.c.event_id.is_not(None),
-        exists().where(E.c.source == source, E.c.event_id == D.c.event_id),
-    )
-    object_arrived = and_(
-        D.c.event_id.is_(None),
-        exists().where(
-            E.c.source == source, E.c.object_type == D.c.object_type, E.c.object_id == D.c.object_id
-        ),
-    )
-    n = resolve(conn, source, run_id, now, event_arrived, "received", [DiscrepancyKind.MISSING])
-    n += resolve(conn, source, run_id, now, object_arrived, "received", [DiscrepancyKind.MISSING])
-    n += resolve(
-        conn,
-        source,
-        run_id,
-        now,
-        D.c.last_run_id != run_id,
-        "no longer stuck or dead",
-        [DiscrepancyKind.STUCK, DiscrepancyKind.DEAD],
-    )
-    listed = D.c.event_id.in_(_seen_ids(conn, source))  # a semi-join: materialised / hashed once
-    gone = not_(exists().where(E.c.source == source, E.c.event_id == D.c.event_id))
-    n += resolve(
-        conn,
-        source,
-        run_id,
-        now,
-        or_(listed, gone),
-        "listed by the source or removed",
-        [DiscrepancyKind.ORPHANED],
-    )
+    all of them, so one not seen again is gone); orphans the source has now listed or that are gone.
+    ``open_kinds``: the kinds with open discrepancies (:func:`open_kinds`); passes over the others
+    are skipped (default: none skipped)."""
+
+    def has(*kinds: DiscrepancyKind) -> bool:
+        return open_kinds is None or any(k in open_kinds for k in kinds)
+
+    n = 0
+    if has(DiscrepancyKind.MISSING):
+        # Two EXISTS, each answered by an index (an OR inside one EXISTS made it scan the inbox).
+        event_arrived = and_(
+            D.c.event_id.is_not(None),
+            exists().where(E.c.source == source, E.c.event_id == D.c.event_id),
+        )
+        object_arrived = and_(
+            D.c.event_id.is_(None),
+            exists().where(
+                E.c.source == source,
+                E.c.object_type == D.c.object_type,
+                E.c.object_id == D.c.object_id,
+            ),
+        )
+        n += resolve(
+            conn, source, run_id, now, event_arrived, "received", [DiscrepancyKind.MISSING]
+        )
+        n += resolve(
+            conn, source, run_id, now, object_arrived, "received", [DiscrepancyKind.MISSING]
+        )
+    if has(DiscrepancyKind.STUCK, DiscrepancyKind.DEAD):
+        n += resolve(
+            conn,
+            source,
+            run_id,
+            now,
+            D.c.last_run_id != run_id,
+            "no longer stuck or dead",
+            [DiscrepancyKind.STUCK, DiscrepancyKind.DEAD],
+        )
+    if has(DiscrepancyKind.ORPHANED):
+        listed = D.c.event_id.in_(
+            _seen_ids(conn, source)
+        )  # a semi-join: materialised / hashed once
+        gone = not_(exists().where(E.c.source == source, E.c.event_id == D.c.event_id))
+        n += resolve(
+            conn,
+            source,
+            run_id,
+            now,
+            or_(listed, gone),
+            "listed by the source or removed",
+            [DiscrepancyKind.ORPHANED],
+        )
     return n
 
 

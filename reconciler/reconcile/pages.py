@@ -30,9 +30,7 @@ from sqlalchemy import (
     cast,
     func,
     not_,
-    null,
     select,
-    union_all,
 )
 from sqlalchemy.dialects import postgresql
 
@@ -69,43 +67,26 @@ class TransactionPages:
 
 def _write_and_lookup(conn: Connection) -> Any:
     """The previous page's findings and cursor (:func:`findings.page_write_pg`), this page's seen ids,
-    and this page's lookup with its tally row (as ``seen._SEEN_AND_ABSENT_PG``), as one statement."""
+    and this page's probe with its tally (as ``seen._SEEN_AND_ABSENT_PG``), as one statement."""
     ids = bindparam("ids", type_=Text)
     source: Any = bindparam("seen_source")
     listed = func.json_array_elements_text(cast(ids, JSON)).table_valued("value").alias("x")
     seen = postgresql.insert(RECON_SEEN).values(
         source=source, event_ids=ids, occurred_epoch=bindparam("seen_epoch")
     )
-    probe = (
-        select(
-            listed.c.value.label("id"),
-            E.c.event_id.is_not(None).label("present"),
-            E.c.origin,
-            E.c.received_at,
-            E.c.occurred_at,
-        )
-        .select_from(
-            listed.outerjoin(E, and_(E.c.source == source, E.c.event_id == listed.c.value))
-        )
-        .cte("probe")
+    present = E.c.event_id.is_not(None)
+    counted = and_(
+        E.c.origin == EventOrigin.WEBHOOK.value,
+        E.c.received_at <= bindparam("listed_before", type_=E.c.received_at.type),
     )
-    absent = select(probe.c.id, null(), null(), null(), null()).where(not_(probe.c.present))
-    tally = select(
-        null(),
-        func.count(),
-        func.sum(func.hashtextextended(probe.c.id, 0)),
-        func.min(func.coalesce(probe.c.occurred_at, probe.c.received_at)),
-        func.min(probe.c.received_at),
-    ).where(
-        probe.c.present,
-        probe.c.origin == EventOrigin.WEBHOOK.value,
-        probe.c.received_at <= bindparam("listed_before", type_=E.c.received_at.type),
-    )
-    return (
-        union_all(absent, tally)
-        .add_cte(seen.cte("page_seen"))
-        .add_cte(F.page_write_pg(conn).cte("previous_page"))
-    )
+    probe = select(
+        func.array_agg(listed.c.value).filter(not_(present)),
+        func.count().filter(counted),
+        func.sum(func.hashtextextended(listed.c.value, 0)).filter(counted),
+        func.min(func.coalesce(E.c.occurred_at, E.c.received_at)).filter(counted),
+        func.min(E.c.received_at).filter(counted),
+    ).select_from(listed.outerjoin(E, and_(E.c.source == source, E.c.event_id == listed.c.value)))
+    return probe.add_cte(seen.cte("page_seen")).add_cte(F.page_write_pg(conn).cte("previous_page"))
 
 
 _WRITE_AND_LOOKUP = PrecompiledStatement(_write_and_lookup)
