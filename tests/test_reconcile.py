@@ -1541,8 +1541,8 @@ def test_an_id_listed_twice_does_not_hide_an_orphan(scenario: Scenario) -> None:
 def test_a_listed_event_stored_with_an_older_time_than_the_window_leaves_it_to_the_anti_join(
     scenario: Scenario,
 ) -> None:
-    """The tally may only count events inside the window; one stored with a time before the window
-    (its payload said so) makes the tally step aside, and it is no orphan either way."""
+    """A listed event stored with a time before the window (its payload said so): the tally counted
+    it and the window's count does not, so the anti-join decides, and it is no orphan either way."""
     _unforge(scenario)
     listed = scenario.planted["stuck"][0]  # listed by the source, received before the grace period
     with scenario.engine.begin() as conn:
@@ -1615,3 +1615,21 @@ def test_resolution_passes_run_only_for_kinds_with_open_discrepancies(scenario: 
     assert scenario.found("ignored") == scenario.expected and scenario.found() == set()
     with scenario.engine.connect() as conn:
         assert open_kinds(conn, "stripe") == set()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+def test_an_unlisted_event_received_within_the_grace_period_is_no_orphan(
+    scenario: Scenario,
+) -> None:
+    """It arrived after the source's list was read (in flight): inside what the tally's count covers,
+    outside the orphan window. The tally steps aside and the anti-join reports nothing."""
+    _unforge(scenario)
+    event_id, body = _forged_event("evt_in_flight")
+    with scenario.engine.begin() as conn:
+        store_items(
+            conn, [IncomingEvent("stripe", parse_stripe({}, body), body, {}, datetime.now(UTC))]
+        )
+    statements = _statements_of(scenario, lambda: scenario.reconciler().run("stripe"))
+    assert _anti_join_ran(statements)
+    assert scenario.found() == scenario.expected
+    assert not any(r == event_id for _, r, _ in scenario.found())

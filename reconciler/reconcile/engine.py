@@ -289,7 +289,7 @@ class Reconciler:
                 now,
                 grace,
                 dry_run,
-                ListedTally(listed_before=now - grace),
+                ListedTally(),
             )
             before = _scan_session(conn)
             try:
@@ -347,10 +347,9 @@ class Reconciler:
         tx = None if scan.dry_run or scan.unbracketed else conn.begin()
         # Every event id of the page is remembered (object-only records have no orphans); the lookup
         # covers them all, and only settled records are judged on it.
-        ids = list(dict.fromkeys(r.event_id for r in page.records if r.event_id))
-        oldest = min(
-            (r.occurred_at for r in page.records if r.occurred_at is not None), default=None
-        )
+        records = page.records
+        ids = list(dict.fromkeys([r.event_id for r in records if r.event_id]))
+        oldest = min((r.occurred_at for r in records if r.occurred_at is not None), default=None)
         absent = store.lookup(ids, oldest)
         found = self._page(scan, page.records, absent)
         if not scan.dry_run:

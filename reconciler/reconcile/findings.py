@@ -375,7 +375,7 @@ def record_orphans(
         E.c.received_at <= now - grace,
     )
     if conn.dialect.name == "postgresql":
-        if tally is not None and _listed_all(conn, source, window, window_start, tally, seen_rows):
+        if tally is not None and _listed_all(conn, source, window_start, tally, seen_rows):
             return 0
         whole_inbox = False  # (only SQLite plans by it)
     else:
@@ -399,29 +399,23 @@ def record_orphans(
 def _listed_all(
     conn: Connection,
     source: str,
-    window: Any,
     window_start: datetime,
     tally: ListedTally,
     seen_rows: int | None,
 ) -> bool:
-    """Whether the scan's page lookups found every inbox webhook event of the window among the
-    source's ids (see :class:`seen.ListedTally`): the window's count and hash sum equal the tally's,
-    every event the tally counted is inside the window, and the tally saw every ``recon_seen`` row
-    of the scan (a resumed scan's earlier rows were counted by another run). One pass over the
-    window's rows, where the anti-join also unpacks and hashes every seen id (100k events: ~45
-    against ~240 ms)."""
+    """Whether the source listed every inbox event from the scan's window start on (see
+    :class:`seen.ListedTally`): their count and hash sum equal the tally's, and the tally saw every
+    ``recon_seen`` row of the scan (a resumed scan's earlier rows were counted by another run). The
+    events counted are a superset of the orphan window (any origin or receipt time), so all of it
+    was listed. One pass over those rows, where the anti-join also unpacks and hashes every seen id
+    (1M events: ~0.3-0.5 against ~1.8-2.4 s)."""
     if seen_rows != tally.seen_rows:
         return False
-    if tally.count and (
-        tally.earliest is None
-        or tally.first_received is None
-        or tally.earliest < window_start
-        or tally.first_received < window_start - CLOCK_SKEW
-    ):
-        return False  # an event the tally counted lies outside the window: let the anti-join judge
     count, hash_sum = conn.execute(
         select(func.count(), func.sum(func.hashtextextended(E.c.event_id, 0))).where(
-            E.c.source == source, E.c.received_at <= tally.listed_before, window
+            E.c.source == source,
+            func.coalesce(E.c.occurred_at, E.c.received_at) >= window_start,
+            E.c.received_at >= window_start - CLOCK_SKEW,
         )
     ).one()
     return int(count) == tally.count and int(hash_sum or 0) == tally.hash_sum

@@ -38,7 +38,7 @@ from reconciler.cursors import save_cursor
 from reconciler.reconcile import findings as F
 from reconciler.reconcile.seen import LOOKUP_CHUNK, ListedTally, remember_and_find_absent
 from reconciler.storage.dialect import PrecompiledStatement
-from reconciler.storage.models import INBOX_EVENTS, RECON_SEEN, EventOrigin
+from reconciler.storage.models import INBOX_EVENTS, RECON_SEEN
 
 E = INBOX_EVENTS
 
@@ -53,7 +53,7 @@ class TransactionPages:
         self.tally = tally
 
     def lookup(self, event_ids: Sequence[str], oldest: datetime | None) -> set[str]:
-        """Remember the page's ids; return those the inbox lacks."""
+        """Remember the page's ids; return those the inbox lacks (and keep the tally, PostgreSQL)."""
         return remember_and_find_absent(self.conn, self.source, event_ids, oldest, self.tally)
 
     def write(self, findings: Sequence[F.Finding], cursor: Mapping[str, Any]) -> None:
@@ -70,22 +70,18 @@ def _write_and_lookup(conn: Connection) -> Any:
     and this page's probe with its tally (as ``seen._SEEN_AND_ABSENT_PG``), as one statement."""
     ids = bindparam("ids", type_=Text)
     source: Any = bindparam("seen_source")
-    listed = func.json_array_elements_text(cast(ids, JSON)).table_valued("value").alias("x")
+    listed = (
+        func.json_array_elements_text(cast(ids, JSON)).table_valued("id").render_derived(name="x")
+    )
     seen = postgresql.insert(RECON_SEEN).values(
         source=source, event_ids=ids, occurred_epoch=bindparam("seen_epoch")
     )
     present = E.c.event_id.is_not(None)
-    counted = and_(
-        E.c.origin == EventOrigin.WEBHOOK.value,
-        E.c.received_at <= bindparam("listed_before", type_=E.c.received_at.type),
-    )
     probe = select(
-        func.array_agg(listed.c.value).filter(not_(present)),
-        func.count().filter(counted),
-        func.sum(func.hashtextextended(listed.c.value, 0)).filter(counted),
-        func.min(func.coalesce(E.c.occurred_at, E.c.received_at)).filter(counted),
-        func.min(E.c.received_at).filter(counted),
-    ).select_from(listed.outerjoin(E, and_(E.c.source == source, E.c.event_id == listed.c.value)))
+        func.array_agg(listed.c.id).filter(not_(present)),
+        func.count(E.c.event_id),
+        func.sum(func.hashtextextended(listed.c.id, 0)).filter(present),
+    ).select_from(listed.outerjoin(E, and_(E.c.source == source, E.c.event_id == listed.c.id)))
     return probe.add_cte(seen.cte("page_seen")).add_cte(F.page_write_pg(conn).cte("previous_page"))
 
 
@@ -112,7 +108,6 @@ class StatementPages:
             "ids": json.dumps(list(event_ids)),
             "seen_source": self.source,
             "seen_epoch": oldest.timestamp() if oldest is not None else None,
-            "listed_before": self.tally.listed_before,
         }
         rows = _WRITE_AND_LOOKUP.execute(self.conn, params)
         self.pending = None
