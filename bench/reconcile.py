@@ -10,7 +10,7 @@ Arms, each in a fresh process (so its peak RSS is its own), interleaved over the
 - ``pandas``: load every source event and the whole inbox into pandas and merge.
 1% of the events are withheld from the inbox: every arm but ``bare`` must report the same missing count.
 
-    python bench/reconcile.py --sizes 10000 100000 --rounds 5 [--no-postgres]
+    python bench/reconcile.py --sizes 10000 100000 --rounds 5 [--no-postgres | --no-sqlite]
     python bench/reconcile.py --sizes 1000000 --rounds 3 --lookup-rounds 1
 """
 
@@ -214,6 +214,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
     parser.add_argument(
         "--lookup-rounds",
         type=int,
@@ -237,7 +238,9 @@ def main() -> None:
             process(argv, f"{url}/_sandbox/health", start_timeout=30 + n / 2000),
             tempfile.TemporaryDirectory() as tmp,
         ):
-            dbs: dict[str, Any] = {"sqlite": sqlite_db(Path(tmp), "bench.db")}
+            dbs: dict[str, Any] = {}
+            if not args.no_sqlite:
+                dbs["sqlite"] = sqlite_db(Path(tmp), "bench.db")
             if not args.no_postgres:
                 dbs["postgresql"] = pg_schema()
             for dialect, ctx in dbs.items():
