@@ -51,12 +51,9 @@ from reconciler.storage.types import utcnow
 log = logging.getLogger(__name__)
 E = INBOX_EVENTS
 D = DISCREPANCIES
-DELIVERY_LOG_KINDS = ("github",)
-BUSINESS_KINDS = (
-    DiscrepancyKind.UNAPPLIED,
-    DiscrepancyKind.DUPLICATE,
-    DiscrepancyKind.DIVERGED,
-)  # providers whose list says whether each delivery succeeded
+DELIVERY_LOG_KINDS = ("github",)  # providers whose list says whether each delivery succeeded
+# the kinds a re-check of the business tables can resolve
+BUSINESS_KINDS = (DiscrepancyKind.UNAPPLIED, DiscrepancyKind.DUPLICATE, DiscrepancyKind.DIVERGED)
 ProgressHook = Callable[[str, int], None]  # (source, records scanned so far)
 
 
@@ -351,7 +348,7 @@ class Reconciler:
         ids = list(dict.fromkeys([r.event_id for r in records if r.event_id]))
         oldest = min((r.occurred_at for r in records if r.occurred_at is not None), default=None)
         absent = store.lookup(ids, oldest)
-        found = self._page(scan, page.records, absent)
+        found = self._page(scan, records, absent)
         if not scan.dry_run:
             store.write(found, page.cursor)
         if tx is not None:
