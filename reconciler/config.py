@@ -77,6 +77,9 @@ class ReceiverSettings(_Table):
     batch_max_size: int = Field(default=256, ge=1, le=10_000)
     # Concurrent group-commit writers (SQLite always uses one: it has a single writer).
     writers: int = Field(default=2, ge=1, le=64)
+    # Rejections for source names that are not configured, stored per client address and minute
+    # (the rest are only counted): strangers cannot grow the deliveries table without bound.
+    unknown_source_log_per_minute: int = Field(default=10, ge=0, le=100_000)
 
 
 class WorkerSettings(_Table):

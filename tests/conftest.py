@@ -26,9 +26,9 @@ from reconciler.storage.migrate import upgrade
 from reconciler.storage.models import Base
 from reconciler.storage.testing import scratch_postgres_schema
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "providers"
-if not FIXTURES.exists():  # CI clones next to shared/, developers may not
-    FIXTURES = Path(os.environ.get("HOOKLEDGER_FIXTURES", "/work/shared/fixtures/providers"))
+# Public example payloads and signature vectors, copied from shared/fixtures/providers (their sources
+# and licences are in tests/fixtures/providers/README.md) so that a plain clone's tests pass anywhere.
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "providers"
 
 PG_ENV = "HOOKLEDGER_TEST_POSTGRES_URL"
 INBOX_TABLES = [t.name for t in reversed(Base.metadata.sorted_tables)]

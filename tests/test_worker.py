@@ -280,7 +280,7 @@ def test_expired_lease_is_taken_over_and_the_old_owner_cannot_complete(
         assert fast.claim() == []  # leased
         clock.advance(31)
         [again] = fast.claim()
-        assert again.attempt == 2
+        assert again.attempt == 0  # slow claimed it but never started an attempt
         assert fast.process(again) == "processed"
         assert slow.process(claimed) is None  # lease lost: its writes roll back
         with engine.connect() as conn:
@@ -342,6 +342,57 @@ def test_a_killed_worker_process_loses_its_lease_and_the_event_runs_once(
             assert [x.worker for x in conn.execute(select(runs))] == ["survivor"]
 
 
+def test_a_crash_loop_kills_only_the_poison_event(
+    engine: Engine, db_url: str, tmp_path: Path
+) -> None:
+    """A handler that kills the process on one event, the worker restarted each time (systemd
+    ``Restart=always``): the poison event is dead after max_attempts, every other event processed."""
+    base = datetime.now(UTC) - timedelta(minutes=5)
+    for i in range(50):
+        put(engine, f"evt_cl{i:02d}", at=base + timedelta(milliseconds=i))
+    script = tmp_path / "crashy.py"
+    script.write_text(
+        textwrap.dedent(f"""
+        import os
+        from reconciler.inbox.handlers import HandlerRegistry
+        from reconciler.inbox.worker import Worker
+        from reconciler.storage.engine import make_engine
+        from tests.conftest import make_settings
+
+        def handle(event, conn):
+            if event.event_id == "evt_cl07":
+                os._exit(1)  # as a segfault or an OOM kill would
+
+        registry = HandlerRegistry()
+        registry.register("stripe", "*", handle)
+        settings = make_settings({db_url!r}, worker={{"lease_seconds": 0.5, "max_attempts": 3}})
+        Worker(make_engine({db_url!r}), settings, registry).drain()
+    """)
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    codes = []
+    for _ in range(10):
+        codes.append(subprocess.run([sys.executable, str(script)], cwd=root, env=env).returncode)
+        if codes[-1] == 0:
+            break
+        time.sleep(0.6)  # the dead process's lease runs out
+    assert codes == [1, 1, 1, 0]
+    with engine.connect() as conn:
+        statuses = dict(
+            conn.execute(select(INBOX_EVENTS.c.event_id, INBOX_EVENTS.c.status)).tuples().all()
+        )
+    assert statuses.pop("evt_cl07") == "dead"
+    assert set(statuses.values()) == {"processed"} and len(statuses) == 49
+    poison = row(engine, "evt_cl07")
+    assert poison.attempts == 3 and "lease expired after the last attempt" in poison.last_error
+    with engine.connect() as conn:
+        innocent = conn.execute(
+            select(func.max(INBOX_EVENTS.c.attempts)).where(INBOX_EVENTS.c.event_id != "evt_cl07")
+        ).scalar_one()
+    assert innocent == 1
+
+
 def test_concurrent_workers_never_run_one_event_twice(engine: Engine, db_url: str) -> None:
     with business_tables(engine):
         for i in range(120):
@@ -377,6 +428,59 @@ def test_release_on_shutdown_returns_unstarted_claims(engine: Engine, db_url: st
     worker.release(claimed)
     r = row(engine, "evt_r0")
     assert (r.status, r.attempts, r.lease_owner) == ("pending", 0, None)
+
+
+def test_release_gives_back_an_attempt_counted_with_the_previous_outcome(
+    engine: Engine, db_url: str
+) -> None:
+    for i in range(2):
+        put(engine, f"evt_n{i}")
+    worker = Worker(engine, make_settings(db_url), registry_of(lambda event, conn: None))
+    first, second = worker.claim()
+    assert worker.process(first, then=second) == "processed"
+    assert row(engine, second.event_id).attempts == 1  # counted in first's transaction
+    worker.release([second])
+    r = row(engine, second.event_id)
+    assert (r.status, r.attempts, r.lease_owner) == ("pending", 0, None)
+
+
+def test_sqlite_acks_stay_fast_while_a_handler_sleeps(tmp_path: Path, serve: Any) -> None:
+    """The handler's transaction takes SQLite's write lock only when it first writes."""
+    from reconciler.inbox.receiver import create_app
+    from reconciler.storage.engine import make_engine
+    from reconciler.storage.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'slow.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    put(engine, "evt_slow")
+    sleeping = threading.Event()
+
+    def slow(event: Event, conn: Connection) -> None:
+        sleeping.set()
+        time.sleep(8)
+
+    worker = Worker(engine, make_settings(url), registry_of(slow))
+    [claimed] = worker.claim()
+    thread = threading.Thread(target=worker.process, args=(claimed,))
+    thread.start()
+    try:
+        assert sleeping.wait(10)
+        receiver = str(serve(create_app(make_settings(url), engine)).url)
+        latencies = []
+        with httpx.Client(base_url=receiver, timeout=30) as client:
+            while thread.is_alive() and len(latencies) < 2000:
+                headers, body = stripe_delivery()
+                t = time.perf_counter()
+                assert client.post("/webhooks/stripe", content=body, headers=headers).is_success
+                latencies.append(time.perf_counter() - t)
+    finally:
+        thread.join()
+        engine.dispose()
+    latencies.sort()
+    p99 = latencies[int(len(latencies) * 0.99)]
+    assert len(latencies) > 100 and p99 < 0.25, (len(latencies), p99, latencies[-1])
+    assert row(engine, "evt_slow").status == "processed"
 
 
 # -- the "only if newer" helper ------------------------------------------------------------------

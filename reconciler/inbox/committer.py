@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from reconciler.inbox.store import Item, store_items
 from reconciler.storage.models import DeliveryOutcome
@@ -58,16 +59,37 @@ class GroupCommitter:
             batch = [await queue.get()]
             while len(batch) < self._max_batch and not queue.empty():
                 batch.append(queue.get_nowait())
-            try:
-                outcomes = await asyncio.to_thread(self._write, [item for item, _ in batch])
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.exception("storing a batch of %d deliveries failed", len(batch))
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
+            await self._store(batch)
+
+    async def _store(self, batch: list[_Waiter]) -> None:
+        try:
+            outcomes = await asyncio.to_thread(self._write, [item for item, _ in batch])
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if len(batch) > 1 and not _unavailable(exc):
+                # The database refused something in the batch: retry each item in its own
+                # transaction so that only the item it refuses fails.
+                log.warning(
+                    "a batch of %d deliveries failed (%s); storing them one by one",
+                    len(batch),
+                    exc.__class__.__name__,
+                )
+                for waiter in batch:
+                    await self._store([waiter])
+                return
+            log.exception("storing %d deliveries failed", len(batch))
+            for _, future in batch:
                 if not future.done():
-                    future.set_result(outcome)
+                    future.set_exception(exc)
+            return
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            if not future.done():
+                future.set_result(outcome)
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """The database is down or the connection broke: retrying item by item cannot help."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, OperationalError | InterfaceError)

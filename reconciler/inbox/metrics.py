@@ -119,4 +119,10 @@ class ReceiverMetrics:
             ["source", "outcome"],
             registry=self.registry,
         )
+        self.unlogged = Counter(
+            "hookledger_rejected_deliveries_not_logged",
+            "Rejected deliveries for unknown sources counted but not written to the deliveries "
+            "table (over [receiver] unknown_source_log_per_minute for their client address)",
+            registry=self.registry,
+        )
         self.registry.register(InboxCollector(engine))

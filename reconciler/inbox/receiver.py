@@ -24,7 +24,9 @@ from starlette.routing import Route
 
 from reconciler.config import Settings
 from reconciler.errors import ConfigError, RejectedDelivery
+from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.committer import GroupCommitter
+from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.parsing import mask_headers
 from reconciler.inbox.schemes import SourceVerifier
@@ -33,6 +35,8 @@ from reconciler.storage.models import DeliveryOutcome
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
+
+UNKNOWN_SOURCE_LABEL = "_unknown"
 
 
 class _TooLarge(Exception):
@@ -72,6 +76,7 @@ def create_app(
         engine, writers=settings.receiver.writers, max_batch=settings.receiver.batch_max_size
     )
     metrics = ReceiverMetrics(engine)
+    unknown_limiter = PerClientLimiter(settings.receiver.unknown_source_log_per_minute)
 
     async def _read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length")
@@ -84,16 +89,21 @@ def create_app(
                 raise _TooLarge
         return bytes(body)
 
-    async def _reject(record: RejectedRecord) -> Response:
+    async def _reject(record: RejectedRecord, *, known: bool = True) -> Response:
         log.info(
             "delivery rejected",
             extra={"source": record.source, "reason": record.reason, "status": record.status_code},
         )
-        try:
-            await committer.submit(record)
-        except Exception:
-            log.exception("could not log a rejected delivery", extra={"source": record.source})
-        metrics.deliveries.labels(record.source[:64], DeliveryOutcome.REJECTED.value).inc()
+        if known or unknown_limiter.allow(record.remote_addr or "", clock()):
+            try:
+                await committer.submit(record)
+            except Exception:
+                log.exception("could not log a rejected delivery", extra={"source": record.source})
+        else:
+            metrics.unlogged.inc()
+        # Only configured names become label values: strangers cannot grow the metrics.
+        label = record.source if known else UNKNOWN_SOURCE_LABEL
+        metrics.deliveries.labels(label, DeliveryOutcome.REJECTED.value).inc()
         return JSONResponse(_reject_body(record.reason), status_code=record.status_code)
 
     async def receive(request: Request) -> Response:
@@ -102,7 +112,8 @@ def create_app(
         remote = request.client.host if request.client else None
         verifier = verifiers.get(name)
         if verifier is None:
-            return await _reject(RejectedRecord(name, 404, "unknown source", received_at, remote))
+            record = RejectedRecord(name, 404, "unknown source", received_at, remote)
+            return await _reject(record, known=False)
         try:
             body = await _read_body(request)
         except _TooLarge:
@@ -115,13 +126,21 @@ def create_app(
             return await _reject(
                 RejectedRecord(name, exc.status_code, exc.reason, received_at, remote)
             )
+        content_type = headers.get("content-type")
+        problem = event_problem(parsed, headers, content_type)
+        if problem is not None:
+            return await _reject(
+                RejectedRecord(
+                    name, 400, problem, received_at, remote, parsed.event_id, parsed.delivery_id
+                )
+            )
         item = IncomingEvent(
             source=name,
             parsed=parsed,
             body=body,
             headers=mask_headers(headers, verifier.extra_sensitive_headers),
             received_at=received_at,
-            content_type=headers.get("content-type"),
+            content_type=content_type,
             remote_addr=remote,
         )
         try:

@@ -32,6 +32,15 @@ def _hmac(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:
     return hmac.new(key, message, ALGORITHMS[algorithm]).digest()
 
 
+def _same(expected: str, given: str) -> bool:
+    """Constant-time equality of an ASCII digest and a header value of any characters.
+
+    ``hmac.compare_digest`` raises TypeError on non-ASCII text; a value that is not ASCII cannot be a
+    hex or base64 digest, so it simply does not match.
+    """
+    return given.isascii() and hmac.compare_digest(expected, given)
+
+
 def _require(headers: Headers, name: str) -> str:
     value = headers.get(name.lower())
     if value is None or not value.strip():
@@ -84,7 +93,7 @@ def verify_stripe(
     signed = f"{timestamp}.".encode() + body
     for secret in secrets:
         expected = _hmac(secret.encode(), signed).hex()
-        if any(hmac.compare_digest(expected, c) for c in candidates):
+        if any(_same(expected, c) for c in candidates):
             _check_timestamp(timestamp, now, tolerance, reject_future=False)
             return
     raise SignatureError("Stripe-Signature does not match")
@@ -104,7 +113,7 @@ def verify_github(headers: Headers, body: bytes, secrets: Iterable[str]) -> None
         raise SignatureError("X-Hub-Signature-256 does not start with sha256=")
     given = header[len("sha256=") :]
     for secret in secrets:
-        if hmac.compare_digest(_hmac(secret.encode(), body).hex(), given):
+        if _same(_hmac(secret.encode(), body).hex(), given):
             return
     raise SignatureError("X-Hub-Signature-256 does not match")
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert
 
+from reconciler.inbox.bounds import rejected_row_values
 from reconciler.inbox.parsing import ParsedEvent
 from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import (
@@ -124,14 +125,12 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
             outcome = DeliveryOutcome.REJECTED
             deliveries.append(
                 {
-                    "source": item.source[:64],
-                    "event_id": item.event_id,
-                    "delivery_id": item.delivery_id,
+                    **rejected_row_values(
+                        item.source, item.reason, item.event_id, item.delivery_id, item.remote_addr
+                    ),
                     "received_at": item.received_at,
                     "outcome": outcome,
                     "status_code": item.status_code,
-                    "reason": item.reason[:512],
-                    "remote_addr": item.remote_addr,
                 }
             )
         outcomes.append(outcome)

@@ -6,6 +6,16 @@ events), each an ordered range scan of ``ix_inbox_events_status_next_attempt_at`
 (``BEGIN IMMEDIATE``). A claim sets ``next_attempt_at`` to the lease expiry, so an event whose worker
 died becomes due again when its lease runs out. Completion is guarded by ``lease_owner``: a worker
 that lost its lease cannot overwrite the new owner's result, and its handler's writes roll back.
+
+An attempt is counted when it starts, not when it is claimed: an event's ``attempts`` is raised in a
+committed transaction before its handler runs: a batch's first event in a transaction of its own,
+each next one in the previous event's outcome transaction (so counting costs one commit a batch). A worker
+that dies on one event of a batch therefore leaves the batch's other events as they were, and only
+the event whose handler keeps killing the process reaches ``max_attempts``.
+
+On SQLite the handler's transaction begins deferred: the write lock is taken by its first write (or
+by the status update after it), so a handler that waits before writing does not hold up the
+receiver's commits. A handler that writes and then waits holds the lock for the wait.
 """
 
 from __future__ import annotations
@@ -17,18 +27,21 @@ import socket
 import threading
 import traceback
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import httpx
 from sqlalchemy import Connection, Engine, bindparam, insert, select, update
+from sqlalchemy.exc import OperationalError
 
 from reconciler.config import Settings
 from reconciler.errors import TransientError
 from reconciler.inbox.forward import forward_event, make_forward_client
-from reconciler.inbox.handlers import Event, HandlerRegistry, default_registry
+from reconciler.inbox.handlers import Event, Handler, HandlerRegistry, default_registry
 from reconciler.inbox.retry import backoff_delay, classify_exception
+from reconciler.storage.engine import SQLITE_BEGIN_OPTION
 from reconciler.storage.models import (
     INBOX_EVENTS,
     PROCESSING_ATTEMPTS,
@@ -56,6 +69,12 @@ _OWNED = (
     EVENTS.c.status == EventStatus.PROCESSING,
 )
 _FINISH = update(EVENTS).where(*_OWNED)  # SET columns come from the parameter names
+_START = (
+    update(EVENTS)
+    .where(*_OWNED)
+    .values(attempts=EVENTS.c.attempts + 1)
+    .returning(EVENTS.c.attempts)
+)
 _RECORD_ATTEMPT = insert(ATTEMPTS)
 
 
@@ -86,6 +105,12 @@ class Worker:
         rng: random.Random | None = None,
     ) -> None:
         self.engine = engine
+        # SQLite: the handler's transaction takes the write lock at its first write (module doc).
+        self._handler_engine = engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
+        self._expired: set[int] = set()  # claimed after their lease ran out
+        self._started: dict[int, int] = {}  # event id -> attempts, its start already committed
+        self._then: Event | None = None  # to start in the current event's outcome transaction
+        self._then_attempts: int | None = None
         self.settings = settings
         self.cfg = settings.worker
         self.registry = registry if registry is not None else default_registry
@@ -138,7 +163,6 @@ class Worker:
                 lease_owner=self.worker_id,
                 lease_expires_at=lease_until,
                 next_attempt_at=lease_until,
-                attempts=EVENTS.c.attempts + 1,
             )
             .returning(
                 EVENTS.c.id,
@@ -175,36 +199,44 @@ class Worker:
             for r in conn.execute(stmt)
         ]
         events.sort(key=lambda e: e.id)
+        if status is EventStatus.PROCESSING:
+            self._expired.update(e.id for e in events)
         return events
 
     # -- processing -------------------------------------------------------------------------------
 
-    def process(self, event: Event) -> EventStatus | None:
-        """Apply one claimed event; return its new status (None if the lease was lost)."""
+    def process(self, event: Event, then: Event | None = None) -> EventStatus | None:
+        """Apply one claimed event; return its new status (None if the lease was lost).
+
+        ``then``: the event to be processed next, whose attempt starts with this one's outcome.
+        """
+        self._then = then
         started = self._clock()
         extra = {
             "source": event.source,
             "event_id": event.event_id,
             "correlation_id": event.correlation_id,
         }
-        if event.attempt > self.cfg.max_attempts:
-            # Its lease expired after the last allowed attempt: the worker died or hung each time.
+        expired = event.id in self._expired
+        self._expired.discard(event.id)
+        if expired and event.attempt >= self.cfg.max_attempts:
+            # The last allowed attempt started and its lease ran out: the worker died or hung.
             err = TransientError("lease expired after the last attempt (worker died or timed out)")
             return self._record_failure(event, err, started, force_dead=True)
         fn = self.registry.find(event.source, event.event_type)
         try:
+            event = self._start(event)
+            self._then = then  # _start's own transaction, if any, started nothing else
             if fn is not None:
-                with self.engine.begin() as conn:
-                    fn(event, conn)
-                    self._finish(conn, event, EventStatus.PROCESSED, started)
+                self._apply(fn, event, started)
                 outcome = EventStatus.PROCESSED
             elif target := self._forward_urls.get(event.source) or self.cfg.forward_url:
                 forward_event(self._http(), target, event)
-                with self.engine.begin() as conn:
+                with self._transaction() as conn:
                     self._finish(conn, event, EventStatus.PROCESSED, started)
                 outcome = EventStatus.PROCESSED
             else:
-                with self.engine.begin() as conn:
+                with self._transaction() as conn:
                     self._finish(conn, event, EventStatus.IGNORED, started)
                 outcome = EventStatus.IGNORED
         except _LeaseLost:
@@ -216,6 +248,53 @@ class Worker:
         log.debug("event %s", outcome.value, extra=extra)
         self.stats.add(outcome)
         return outcome
+
+    def _will_run(self, event: Event) -> bool:
+        return not (event.id in self._expired and event.attempt >= self.cfg.max_attempts)
+
+    def _start(self, event: Event) -> Event:
+        """The event with its attempt counted: already, or now in a transaction of its own."""
+        attempts = self._started.pop(event.id, None)
+        if attempts is None:
+            self._then = None
+            with self._transaction() as conn:
+                attempts = self._count_start(conn, event)
+        if attempts is None:
+            raise _LeaseLost
+        return replace(event, attempt=attempts)
+
+    def _count_start(self, conn: Connection, event: Event) -> int | None:
+        value = conn.execute(_START, {"b_id": event.id, "b_owner": self.worker_id}).scalar()
+        return None if value is None else int(value)
+
+    def _start_next(self, conn: Connection, event: Event | None) -> None:
+        """Count ``event``'s attempt in this transaction; it is known started once it commits."""
+        if event is not None and self._will_run(event):
+            self._then, self._then_attempts = event, self._count_start(conn, event)
+
+    @contextmanager
+    def _transaction(self, engine: Engine | None = None) -> Iterator[Connection]:
+        """A transaction that may also start the next event: recorded only after it commits."""
+        self._then_attempts = None
+        with (engine or self.engine).begin() as conn:
+            yield conn
+        if self._then is not None and self._then_attempts is not None:
+            self._started[self._then.id] = self._then_attempts
+            self._then = None
+
+    def _apply(self, fn: Handler, event: Event, started: datetime) -> None:
+        try:
+            with self._transaction(self._handler_engine) as conn:
+                fn(event, conn)
+                self._finish(conn, event, EventStatus.PROCESSED, started)
+        except OperationalError as exc:
+            if not _sqlite_busy(exc):
+                raise
+            # A deferred SQLite transaction that read first cannot take the write lock once
+            # another writer committed: run the handler again holding the lock from the start.
+            with self._transaction() as conn:
+                fn(event, conn)
+                self._finish(conn, event, EventStatus.PROCESSED, started)
 
     def _finish(
         self,
@@ -246,6 +325,8 @@ class Worker:
         )
         if result.rowcount != 1:
             raise _LeaseLost
+        if self._then is not None:
+            self._start_next(conn, self._then)
         conn.execute(
             _RECORD_ATTEMPT,
             {
@@ -290,7 +371,7 @@ class Worker:
             "error_class": error_class.value,
         }
         try:
-            with self.engine.begin() as conn:
+            with self._transaction() as conn:
                 self._finish(
                     conn,
                     event,
@@ -324,9 +405,15 @@ class Worker:
     def run_once(self) -> int:
         """Claim one batch and process it; return how many events were claimed."""
         events = self.claim()
-        for event in events:
-            self.process(event)
+        self._process_batch(events)
         return len(events)
+
+    def _process_batch(self, events: list[Event], stop: threading.Event | None = None) -> None:
+        for i, event in enumerate(events):
+            if stop is not None and stop.is_set():
+                self.release(events[i:])
+                return
+            self.process(event, events[i + 1] if i + 1 < len(events) else None)
 
     def drain(self) -> int:
         """Process until nothing is due (``hookledger worker --once``)."""
@@ -340,11 +427,7 @@ class Worker:
         while not stop.is_set():
             try:
                 events = self.claim()
-                for i, event in enumerate(events):
-                    if stop.is_set():
-                        self.release(events[i:])
-                        break
-                    self.process(event)
+                self._process_batch(events, stop)
             except Exception:
                 log.exception("worker loop error; backing off")
                 events = []
@@ -352,26 +435,39 @@ class Worker:
                 stop.wait(self.cfg.poll_interval_seconds)
 
     def release(self, events: list[Event]) -> None:
-        """Give claimed, unstarted events back (shutdown): due now, the claim not counted."""
+        """Give claimed, unstarted events back (shutdown): due now, their attempts unchanged."""
         if not events:
             return
+        self._expired.difference_update(e.id for e in events)
+        # An event whose start was counted with the previous outcome gets that count back.
+        counted = [e.id for e in events if self._started.pop(e.id, None) is not None]
         with self.engine.begin() as conn:
-            conn.execute(
-                update(EVENTS)
-                .where(
-                    EVENTS.c.id.in_([e.id for e in events]),
-                    EVENTS.c.lease_owner == self.worker_id,
-                    EVENTS.c.status == EventStatus.PROCESSING,
+            for ids, attempts in (
+                ([e.id for e in events if e.id not in counted], EVENTS.c.attempts),
+                (counted, EVENTS.c.attempts - 1),
+            ):
+                if not ids:
+                    continue
+                conn.execute(
+                    update(EVENTS)
+                    .where(
+                        EVENTS.c.id.in_(ids),
+                        EVENTS.c.lease_owner == self.worker_id,
+                        EVENTS.c.status == EventStatus.PROCESSING,
+                    )
+                    .values(
+                        status=EventStatus.PENDING,
+                        lease_owner=None,
+                        lease_expires_at=None,
+                        next_attempt_at=self._clock(),
+                        attempts=attempts,
+                    )
                 )
-                .values(
-                    status=EventStatus.PENDING,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    next_attempt_at=self._clock(),
-                    attempts=EVENTS.c.attempts - 1,
-                )
-            )
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+
+
+def _sqlite_busy(exc: OperationalError) -> bool:
+    return str(getattr(exc.orig, "sqlite_errorname", "")).startswith("SQLITE_BUSY")

@@ -22,6 +22,9 @@ from reconciler.errors import ConfigError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000
+# Execution option: "DEFERRED" makes a SQLite transaction take the write lock at its first write
+# (the worker's handler transactions); every other transaction begins IMMEDIATE.
+SQLITE_BEGIN_OPTION = "hookledger_sqlite_begin"
 
 
 def make_engine(
@@ -31,7 +34,8 @@ def make_engine(
         parsed = make_url(url)
     except ArgumentError as exc:
         raise ConfigError(f"[database] url is not a valid database URL: {exc}") from None
-    kwargs: dict[str, Any] = {"echo": echo, "future": True}
+    # Statement parameters hold payloads, ids and personal data: errors and logs never show them.
+    kwargs: dict[str, Any] = {"echo": echo, "future": True, "hide_parameters": True}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
@@ -83,7 +87,11 @@ def _configure_sqlite(engine: Engine, *, readonly: bool = False) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+        if readonly:
+            conn.exec_driver_sql("BEGIN")
+            return
+        mode = conn.get_execution_options().get(SQLITE_BEGIN_OPTION, "IMMEDIATE")
+        conn.exec_driver_sql(f"BEGIN {'DEFERRED' if mode == 'DEFERRED' else 'IMMEDIATE'}")
 
 
 def is_postgres(engine: Engine) -> bool:

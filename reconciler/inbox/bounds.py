@@ -1,0 +1,90 @@
+"""What a delivery may store, checked before it joins a group-commit batch (pure).
+
+A value the database would refuse (a NUL byte, more characters than the column holds) must be
+refused for that request alone, with a 400 naming the value, before it can make PostgreSQL abort
+the transaction that also holds other requests' events. The limits are the columns' own lengths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlalchemy import String
+
+from reconciler.inbox.parsing import ParsedEvent
+from reconciler.logs import escape_control
+from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
+
+
+def _length(column: str, table: object = INBOX_EVENTS) -> int:
+    type_ = table.c[column].type  # type: ignore[attr-defined]
+    assert isinstance(type_, String) and type_.length is not None
+    return int(type_.length)
+
+
+# (what the reason calls it, the ParsedEvent attribute, the column's length)
+_PARSED_FIELDS = (
+    ("event id", "event_id", _length("event_id")),
+    ("delivery id", "delivery_id", _length("delivery_id", DELIVERIES)),
+    ("event type", "event_type", _length("event_type")),
+    ("object type", "object_type", _length("object_type")),
+    ("object id", "object_id", _length("object_id")),
+    ("API version", "api_version", _length("api_version")),
+)
+CONTENT_TYPE_LENGTH = _length("content_type")
+SOURCE_LENGTH = _length("source", DELIVERIES)
+ID_LENGTH = _length("event_id", DELIVERIES)
+REASON_LENGTH = _length("reason", DELIVERIES)
+REMOTE_LENGTH = _length("remote_addr", DELIVERIES)
+# Shown in a reason: enough to recognise the value, never the whole of a long one.
+SHOWN = 40
+
+
+def _shown(value: str) -> str:
+    return escape_control(value, SHOWN)
+
+
+def _control(value: str) -> str | None:
+    """The first control character of an identifier, escaped; None when there is none."""
+    for char in value:
+        if ord(char) < 0x20 or ord(char) == 0x7F:
+            return escape_control(char)
+    return None
+
+
+def event_problem(
+    parsed: ParsedEvent, headers: Mapping[str, str], content_type: str | None
+) -> str | None:
+    """Why this verified delivery cannot be stored as it is, or None when it can."""
+    for label, attribute, limit in _PARSED_FIELDS:
+        value = getattr(parsed, attribute)
+        if value is None:
+            continue
+        if "\x00" in value:
+            return f"{label} {_shown(value)!r} contains a NUL byte"
+        if attribute in ("event_id", "delivery_id") and (char := _control(value)):
+            return f"{label} {_shown(value)!r} contains a control character ({char})"
+        if len(value) > limit:
+            return f"{label} {_shown(value)!r} is longer than {limit} characters"
+    if content_type is not None:
+        if "\x00" in content_type:
+            return "header Content-Type contains a NUL byte"
+        if len(content_type) > CONTENT_TYPE_LENGTH:
+            return f"header Content-Type is longer than {CONTENT_TYPE_LENGTH} characters"
+    for name, value in headers.items():
+        if "\x00" in name or "\x00" in value:
+            return f"header {_shown(name)} contains a NUL byte"
+    return None
+
+
+def rejected_row_values(
+    source: str, reason: str, event_id: str | None, delivery_id: str | None, remote: str | None
+) -> dict[str, str | None]:
+    """A rejection's stranger-chosen values as they are stored: escaped and cut to their columns."""
+    return {
+        "source": escape_control(source, SOURCE_LENGTH),
+        "reason": escape_control(reason, REASON_LENGTH),
+        "event_id": None if event_id is None else escape_control(event_id, ID_LENGTH),
+        "delivery_id": None if delivery_id is None else escape_control(delivery_id, ID_LENGTH),
+        "remote_addr": None if remote is None else escape_control(remote, REMOTE_LENGTH),
+    }
