@@ -22,6 +22,7 @@ from typing import Any
 from connectors.base import Cursor, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, parse_link_header, redact_url
+from connectors.paging import PageGuard, PageShape
 from reconciler.config import SourceSettings
 from reconciler.inbox.parsing import json_path_get
 
@@ -94,8 +95,9 @@ class GenericConnector:
             params[cfg.cursor_param] = int(position.get("offset", 0))
         if position.get("next"):
             params = {}
-        while True:
-            body, response = self.client.get_json(url, params=params or None)
+
+        def read(response_pair: tuple[Any, Any]) -> tuple[list[Record], bool, dict[str, Any]]:
+            body, response = response_pair
             request_url = str(response.request.url)
             items = json_path_get(body, cfg.items_path) if cfg.items_path else body
             if not isinstance(items, list):
@@ -106,6 +108,27 @@ class GenericConnector:
             done, new_position = self._advance(
                 body, response, records, position, params, seen_at_boundary
             )
+            return records, done, new_position
+
+        last: list[Any] = [None, None]  # the page the guard judged, and what it read of it
+
+        def shape(request: tuple[str, dict[str, Any]], response_pair: tuple[Any, Any]) -> PageShape:
+            last[:] = [response_pair, read(response_pair)]
+            records, done, new_position = last[1]
+            following = None if done else self._next_request(request[0], new_position)
+            url = redact_url(str(response_pair[1].request.url))
+            return PageShape([r.event_id for r in records], not done, following, url)
+
+        guard = PageGuard(self.source, shape, sleep=self.client.pause)
+        request = (url, params)
+        while True:
+            response_pair = guard.fetch(
+                lambda r: self.client.get_json(r[0], params=r[1] or None), request
+            )
+            records, done, new_position = (
+                last[1] if last[0] is response_pair else read(response_pair)
+            )
+            request_url = str(response_pair[1].request.url)
             if cfg.cursor_style == "since":
                 records = [r for r in records if r.event_id not in seen_at_boundary]
                 seen_at_boundary = set(new_position.get("boundary_ids", []))
@@ -113,14 +136,19 @@ class GenericConnector:
             if done:
                 return
             position = new_position
-            if cfg.cursor_style == "link":
-                url, params = position["next"], {}
-            elif cfg.cursor_style == "body":
-                params = {cfg.limit_param: self.page_size, cfg.cursor_param: position["cursor"]}
-            elif cfg.cursor_style == "since":
-                params = {cfg.limit_param: self.page_size, cfg.since_param: position["since"]}
-            else:
-                params = {cfg.limit_param: self.page_size, cfg.cursor_param: position["offset"]}
+            request = self._next_request(request[0], position)
+            params = request[1]
+
+    def _next_request(self, url: str, position: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The request for the page after ``position``."""
+        cfg = self.cfg
+        if cfg.cursor_style == "link":
+            return position["next"], {}
+        if cfg.cursor_style == "body":
+            return url, {cfg.limit_param: self.page_size, cfg.cursor_param: position["cursor"]}
+        if cfg.cursor_style == "since":
+            return url, {cfg.limit_param: self.page_size, cfg.since_param: position["since"]}
+        return url, {cfg.limit_param: self.page_size, cfg.cursor_param: position["offset"]}
 
     def _advance(
         self,

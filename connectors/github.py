@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from connectors.base import Cursor, DeliveryAttempt, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, NotFoundError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url
+from connectors.paging import PageGuard, PageShape
 
 DEFAULT_BASE_URL = "https://api.github.com"
 PAGE_SIZE = 100
@@ -162,7 +163,18 @@ class GitHubConnector:
             # Newest first: if even the oldest item on this page is new, the next page is needed.
             return (next_url, None) if next_url and items and not past_stop(items[-1]) else None
 
-        with closing(fetch_ahead(lambda a: self._get_page(*a), (url, params), older)) as fetched:
+        def shape(request: Any, fetched: tuple[list[Any], str | None, str]) -> PageShape:
+            items, next_url, request_url = fetched
+            ids = [item["id"] for item in items]
+            more = bool(next_url) and not (items and past_stop(items[-1]))
+            return PageShape(ids, more, (next_url, None), redact_url(request_url))
+
+        guard = PageGuard(self.source, shape, sleep=self.client.pause)
+
+        def fetch(request: tuple[str, Any]) -> tuple[list[Any], str | None, str]:
+            return guard.fetch(lambda r: self._get_page(*r), request)
+
+        with closing(fetch_ahead(fetch, (url, params), older)) as fetched:
             for items, next_url, request_url in fetched:
                 reached = False
                 records = []
@@ -173,7 +185,7 @@ class GitHubConnector:
                     if top is None:
                         top = item["id"]
                     records.append(delivery_record(item))
-                done = reached or not next_url or not items
+                done = reached or not next_url  # items with a next link: checked by the guard
                 if done:
                     new_top = top if top is not None else stop_at
                     page_cursor: dict[str, Any] = (

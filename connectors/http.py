@@ -123,6 +123,10 @@ class ProviderClient:
     def close(self) -> None:
         self._client.close()
 
+    def pause(self, seconds: float) -> None:
+        """Wait as this client waits between retries (tests pass a sleep that only records)."""
+        self._sleep(seconds)
+
     def set_header(self, name: str, value: str) -> None:
         self._client.headers[name] = value
 

@@ -19,6 +19,7 @@ from typing import Any
 from connectors.base import Cursor, Page, Record, ScanOptions
 from connectors.errors import UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url, require
+from connectors.paging import PageGuard, PageShape
 
 PAGE_SIZE = 250
 
@@ -109,9 +110,20 @@ class ShopifyConnector:
         else:
             params = {"status": "any", "updated_at_min": since, "limit": self.page_size}
             first = (f"/admin/api/{self.api_version}/{resource}.json", params)
+
         # the next URL is used exactly as given, fetched while this page is handed out
+        def shape(request: Any, got: tuple[Any, Any, str | None]) -> PageShape:
+            body, response, next_url = got
+            url = str(response.request.url)
+            items = require(body, resource, source=self.source, url=url, kind=list)
+            ids = [item.get("id") if isinstance(item, Mapping) else None for item in items]
+            return PageShape(ids, bool(next_url), (next_url, None), redact_url(url))
+
+        guard = PageGuard(self.source, shape, sleep=self.client.pause)
         fetched = fetch_ahead(
-            lambda a: self._get(resource, *a), first, lambda got: (got[2], None) if got[2] else None
+            lambda a: guard.fetch(lambda r: self._get(resource, *r), a),
+            first,
+            lambda got: (got[2], None) if got[2] else None,
         )
         with closing(fetched):
             for body, response, next_url in fetched:

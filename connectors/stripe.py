@@ -15,7 +15,7 @@ scan restarts as a backfill of the whole retained window.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from connectors.base import Cursor, Gap, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
+from connectors.paging import PageGuard, PageShape
 
 DEFAULT_BASE_URL = "https://api.stripe.com"
 RETENTION = timedelta(days=30)
@@ -39,6 +40,7 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if type(value) is dict or isinstance(value, Mapping) else {}
 
 
+_Fetched = tuple[list[Any], bool, str]  # a list page's items, has_more and URL
 _new_record = Record.__new__  # positional: keywords cost a third more on a named tuple
 _from_epoch = datetime.fromtimestamp
 
@@ -128,7 +130,7 @@ class StripeConnector:
             position = {"phase": "backfill", "since": int((options.now - lookback).timestamp())}
         yield from self._backfill(position, gap)
 
-    def _fetch(self, params: list[tuple[str, Any]]) -> tuple[list[Any], bool, str]:
+    def _fetch(self, params: list[tuple[str, Any]]) -> _Fetched:
         """One list request: the raw items, ``has_more`` and the URL (validated, not yet records)."""
         body, response = self.client.get_json("/v1/events", params=params, permission=PERMISSION)
         url = str(response.request.url)
@@ -141,16 +143,27 @@ class StripeConnector:
                 )
         return data, has_more, url
 
+    def _guard(self, following: Callable[[_Fetched], Any]) -> Callable[[Any], _Fetched]:
+        """``_fetch`` through a :class:`PageGuard`: an empty page with ``has_more``, a repeated
+        page or a cursor that does not move is retried, then fails the scan."""
+
+        def shape(request: Any, fetched: _Fetched) -> PageShape:
+            data, has_more, url = fetched
+            ids = [item["id"] for item in data]
+            return PageShape(ids, has_more, following(fetched), redact_url(url))
+
+        guard = PageGuard(self.source, shape, sleep=self.client.pause)
+        return lambda request: guard.fetch(self._fetch, request)
+
     def _catch_up(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
         anchor, anchor_created = position["checkpoint"], position.get("checkpoint_created")
 
-        def newer(fetched: tuple[list[Any], bool, str]) -> Any:
+        def newer(fetched: _Fetched) -> Any:
             data, has_more, _ = fetched
             return self._params(ending_before=data[0]["id"]) if has_more and data else None
 
-        with closing(
-            fetch_ahead(self._fetch, self._params(ending_before=anchor), newer)
-        ) as fetched:
+        first = self._params(ending_before=anchor)
+        with closing(fetch_ahead(self._guard(newer), first, newer)) as fetched:
             for data, has_more, url in fetched:
                 if data:
                     anchor, anchor_created = data[0]["id"], data[0].get("created")
@@ -158,25 +171,25 @@ class StripeConnector:
                 cursor = {"checkpoint": anchor, "checkpoint_created": anchor_created}
                 yield Page(tuple(records), cursor, done=not has_more, gap=gap, url=redact_url(url))
                 gap = None
-                if not has_more or not data:
+                if not has_more:
                     return
 
     def _backfill(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
         since = position["since"]
         top, top_created = position.get("top"), position.get("top_created")
 
-        def older(fetched: tuple[list[Any], bool, str]) -> Any:
+        def older(fetched: _Fetched) -> Any:
             data, has_more, _ = fetched
             if not has_more or not data:
                 return None
             return self._params(**{"created[gte]": since, "starting_after": data[-1]["id"]})
 
         first = self._params(**{"created[gte]": since, "starting_after": position.get("after")})
-        with closing(fetch_ahead(self._fetch, first, older)) as fetched:
+        with closing(fetch_ahead(self._guard(older), first, older)) as fetched:
             for data, has_more, url in fetched:
                 if data and top is None:  # the newest event when the backfill began: the checkpoint
                     top, top_created = data[0]["id"], data[0].get("created")
-                done = not has_more or not data
+                done = not has_more  # an empty page with has_more never gets here (the guard)
                 if not done:
                     cursor = {
                         "phase": "backfill",

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 import stripe as stripe_sdk
 from cryptography.hazmat.primitives import serialization
@@ -21,12 +22,14 @@ from connectors.errors import AuthError, MalformedResponseError, UnavailableErro
 from connectors.factory import build_connector
 from connectors.github import delivery_record
 from connectors.http import RetryPolicy
+from connectors.paging import PageShape, PagingError, page_fault
 from connectors.sandbox.app import Faults, Keys, Sandbox
 from connectors.sandbox.world import SHOPIFY_ORDER_BASE_ID, GitHubAttempt, World, build_world
 from connectors.shopify import resource_record
 from connectors.stripe import event_record
 from reconciler.config import SourceSettings, parse_settings
 from tests.conftest import FIXTURES, RunningServer, start_server
+from tests.faulty_http import Misbehaving
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 ENV = {"SBX_STRIPE": "sk_test_sandbox", "SBX_GITHUB": "ghp_sandbox", "SBX_SHOPIFY": "shpat_sandbox"}
@@ -507,7 +510,6 @@ def test_sender_plan_is_the_ground_truth_and_the_receiver_agrees(db_url: str, se
     assert len(ordered) == 200 - len(report.dropped) + len(report.duplicated)
     engine = make_engine(db_url)
     server = serve(create_app(make_settings(db_url), engine))
-    import httpx
 
     with httpx.Client() as client:
         send(client, f"{server.url}/webhooks/stripe", ordered, report)
@@ -801,7 +803,6 @@ def test_fetch_ahead_closed_early_stops_its_worker() -> None:
     ],
 )
 def test_with_query_sends_the_url_httpx_would_build_from_params(params: Any) -> None:
-    import httpx
 
     from connectors.http import with_query
 
@@ -857,3 +858,110 @@ def test_event_record_fast_path_equals_the_plain_construction(event: dict[str, A
     record = event_record(event)
     assert record == _reference_event_record(event)
     assert type(record) is Record and record.attempts == ()
+
+
+# -- a page that contradicts the paging is a fault, not the end ------------------------------------
+
+
+FAULT_KINDS: dict[str, tuple[dict[str, Any], str | None, tuple[str, ...]]] = {
+    "stripe": ({"page_size": 50}, "data", ("empty", "repeat")),
+    "github": (KINDS["github"], None, ("empty", "repeat", "stuck")),
+    "shopify": ({"page_size": 50}, "orders", ("empty", "repeat", "stuck")),
+}
+FAULT_CASES = [(kind, mode) for kind, (_, _, modes) in FAULT_KINDS.items() for mode in modes]
+
+
+def _misbehaving(server: RunningServer, kind: str, transport: Misbehaving) -> Any:
+    extra = FAULT_KINDS[kind][0]
+    src = source(server.url, kind, **extra)
+    return build(src, environ=ENV, sleep=Sleeps(), transport=transport)
+
+
+@pytest.mark.parametrize(("kind", "mode"), FAULT_CASES)
+def test_a_page_that_misbehaves_once_is_fetched_again(
+    sandbox: tuple[Sandbox, RunningServer], kind: str, mode: str
+) -> None:
+    _, server = sandbox
+    transport = Misbehaving(mode, lambda call: call == 2, FAULT_KINDS[kind][1])
+    pages, _ = scan(_misbehaving(server, kind, transport), initial_lookback=timedelta(hours=48))
+    assert len(ids(pages)) == _count(pages) == TOTALS[kind]
+    if kind != "shopify":  # Shopify orders are state records, without event ids
+        assert len(set(ids(pages))) == TOTALS[kind]
+
+
+@pytest.mark.parametrize(("kind", "mode"), FAULT_CASES)
+def test_a_page_that_always_misbehaves_fails_the_scan_at_the_last_good_cursor(
+    sandbox: tuple[Sandbox, RunningServer], kind: str, mode: str
+) -> None:
+    _, server = sandbox
+    transport = Misbehaving(mode, lambda call: call >= 2, FAULT_KINDS[kind][1])
+    opts = ScanOptions(now=datetime.now(UTC), initial_lookback=timedelta(hours=48))
+    saved, seen = None, 0
+    reason = {
+        "empty": "says there is more but the page is empty",
+        "repeat": "repeats the previous page",
+        "stuck": "(gives a next cursor that does not advance|repeats the previous page)",
+    }[mode]
+    with pytest.raises(PagingError, match=rf"source 'sbx-{kind}': .*{reason} \(3 tries\)"):
+        for page in _misbehaving(server, kind, transport).pages(None, opts):
+            seen += len(page.records)
+            saved = page.cursor
+    assert seen == 50 and saved is not None and transport.calls == 4
+    rest = list(connect(source(server.url, kind, **FAULT_KINDS[kind][0])).pages(saved, opts))
+    assert seen + _count(rest) == TOTALS[kind]
+
+
+@pytest.mark.parametrize("mode", ["once", "always"])
+def test_generic_link_paging_faults(serve: Any, mode: str) -> None:
+    items = [
+        {"id": f"g{i:03d}", "at": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"} for i in range(45)
+    ]
+    server = serve(list_api(items))
+    src = parse_settings(
+        {
+            "sources": [
+                {
+                    "name": "gen",
+                    "kind": "generic",
+                    "signature_header": "X-Sig",
+                    "id_header": "X-Id",
+                    "base_url": server.url,
+                    "list_url": "/link",
+                    "items_path": "items",
+                    "cursor_style": "link",
+                    "page_size": 10,
+                }
+            ]
+        },
+        "<test>",
+    ).sources[0]
+    bad = (lambda call: call == 2) if mode == "once" else (lambda call: call >= 2)
+    transport = Misbehaving("empty", bad, "items")
+    connector = build(src, environ={}, sleep=Sleeps(), transport=transport)
+    opts = ScanOptions(now=datetime.now(UTC))
+    if mode == "once":
+        assert len(ids(list(connector.pages(None, opts)))) == 45
+        return
+    saved = None
+    with pytest.raises(
+        PagingError, match=r"source 'gen': .*says there is more but the page is empty"
+    ):
+        for page in connector.pages(None, opts):
+            saved = page.cursor
+    rest = list(build(src, environ={}).pages(saved, opts))
+    assert 10 + _count(rest) == 45
+
+
+def test_page_fault_rules() -> None:
+    shape = PageShape
+    assert (
+        page_fault("r1", shape([], True, "r2", "u"), None)
+        == "says there is more but the page is empty"
+    )
+    assert page_fault("r1", shape([], False, None, "u"), None) is None  # an empty last page is fine
+    assert page_fault("r2", shape(["a"], True, "r3", "u"), ("a",)) == "repeats the previous page"
+    assert (
+        page_fault("r2", shape(["b"], True, "r2", "u"), ("a",))
+        == "gives a next cursor that does not advance"
+    )
+    assert page_fault("r2", shape(["b"], False, None, "u"), ("a",)) is None

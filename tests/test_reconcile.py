@@ -1633,3 +1633,32 @@ def test_an_unlisted_event_received_within_the_grace_period_is_no_orphan(
     assert _anti_join_ran(statements)
     assert scenario.found() == scenario.expected
     assert not any(r == event_id for _, r, _ in scenario.found())
+
+
+def test_a_scan_over_a_page_that_keeps_contradicting_its_paging_fails_and_misses_nothing(
+    scenario: Scenario,
+) -> None:
+    """Stripe answers an empty page with has_more on every try: the run fails with the reason, the
+    cursor stays at the last committed page, and a later healthy run compares every record."""
+    from connectors.factory import build_connector
+    from connectors.paging import PagingError
+    from reconciler.cursors import load_cursor
+    from tests.faulty_http import Misbehaving
+
+    transport = Misbehaving("empty", lambda call: call >= 3, "data")
+
+    def faulty(source: Any) -> Any:
+        return build_connector(source, transport=transport, sleep=lambda s: None)
+
+    with pytest.raises(PagingError, match="says there is more but the page is empty"):
+        scenario.reconciler(connector_factory=faulty).run("stripe")
+    with scenario.engine.connect() as conn:
+        run = conn.execute(
+            select(RECON_RUNS.c.status, RECON_RUNS.c.error, RECON_RUNS.c.records_scanned)
+        ).one()
+        cursor = load_cursor(conn, "stripe")
+    assert str(run.status) == "failed" and "says there is more" in run.error
+    assert run.records_scanned == 50 and cursor is not None and cursor.get("after")
+    healthy = scenario.reconciler().run("stripe")
+    assert healthy.status == "succeeded" and healthy.records_scanned == 100
+    assert scenario.found() == scenario.expected
