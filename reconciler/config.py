@@ -104,7 +104,8 @@ class ReconcileSettings(_Table):
     grace_seconds: int = Field(default=300, ge=0)
     stuck_after_seconds: int = Field(default=3600, ge=1)
     overlap_seconds: int = Field(default=300, ge=0)
-    lease_seconds: int = Field(default=3600, ge=10)
+    # renewed every few seconds by the running run: a dead run frees the source this long after
+    lease_seconds: int = Field(default=120, ge=10)
     schedule: str = "0 2 * * *"
     timezone: str = "UTC"
     misfire_grace_seconds: int = Field(default=3600, ge=1)

@@ -1662,3 +1662,78 @@ def test_a_scan_over_a_page_that_keeps_contradicting_its_paging_fails_and_misses
     healthy = scenario.reconciler().run("stripe")
     assert healthy.status == "succeeded" and healthy.records_scanned == 100
     assert scenario.found() == scenario.expected
+
+
+@pytest.mark.slow
+def test_a_killed_run_blocks_the_next_only_until_its_lease_runs_out(
+    scenario: Scenario, db_url: str, tmp_path: Any
+) -> None:
+    """kill -9 mid-scan: a rerun at once is skipped (exit 3, naming the holder); once the lease
+    (10 s here) has gone unrenewed the next run takes over and resumes the dead run's scan."""
+    import os
+    import signal
+    import time
+
+    from reconciler.cursors import load_cursor
+    from reconciler.storage.engine import make_engine
+
+    cfg = write_config(tmp_path / "c.toml", scenario, db_url)
+    text = (tmp_path / "c.toml").read_text()
+    (tmp_path / "c.toml").write_text(
+        text.replace("[reconcile]\n", "[reconcile]\nlease_seconds = 10\n")
+    )
+    exe = [sys.executable, "-m", "reconciler.cli.main"]
+    env = dict(os.environ, T_SBX_KEY="sk_test_sandbox")
+    scenario.sandbox.faults = Faults(slow_ms=400)
+    victim = subprocess.Popen([*exe, "reconcile", "--config", cfg], env=env)
+    # a reader that never queues for SQLite's write lock (the run holds it during a page)
+    watcher = make_engine(db_url, readonly=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # wait until a page and the cursor after it are committed
+            with watcher.connect() as conn:
+                if load_cursor(conn, "stripe"):
+                    break
+            assert time.monotonic() < deadline and victim.poll() is None
+            time.sleep(0.05)
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        watcher.dispose()
+    killed_at = time.monotonic()
+    scenario.sandbox.faults = Faults()
+    skipped = subprocess.run(
+        [*exe, "reconcile", "--config", cfg, "--json"], env=env, capture_output=True, text=True
+    )
+    assert skipped.returncode == 3, skipped.stderr
+    [run] = json.loads(skipped.stdout)["runs"]
+    assert run["status"] == "skipped" and "held by" in run["error"] and " since " in run["error"]
+    time.sleep(max(0.0, 10.5 - (time.monotonic() - killed_at)))
+    resumed = subprocess.run(
+        [*exe, "reconcile", "--config", cfg, "--json"], env=env, capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    [run] = json.loads(resumed.stdout)["runs"]
+    assert run["status"] == "succeeded" and 0 < run["records_scanned"] < 150  # resumed, not redone
+    assert scenario.found() == scenario.expected
+
+
+def test_a_running_run_renews_its_lease(engine: Engine) -> None:
+    from reconciler.reconcile.lease import Heartbeat, holder
+
+    ttl = timedelta(seconds=1.5)
+    start = datetime.now(UTC)
+    with engine.begin() as conn:
+        assert acquire(conn, "s", "me", start, ttl)
+    with Heartbeat(engine, "s", "me", ttl, lambda: datetime.now(UTC)) as beat:
+        assert beat.interval == 0.5
+        import time
+
+        time.sleep(2.2)
+        with engine.begin() as conn:
+            assert not acquire(conn, "s", "other", datetime.now(UTC), ttl)  # still held
+            held = holder(conn, "s")
+    assert held is not None and held.owner == "me" and held.expires_at > start + ttl
+    time.sleep(1.6)  # no more renewals: free again
+    with engine.begin() as conn:
+        assert acquire(conn, "s", "other", datetime.now(UTC), ttl)

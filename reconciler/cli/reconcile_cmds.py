@@ -17,7 +17,7 @@ from reconciler.errors import ConfigError, HookledgerError
 from reconciler.process import freeze_startup_objects
 from reconciler.storage.models import DiscrepancyStatus
 
-EXIT_OK, EXIT_DISCREPANCIES, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_DISCREPANCIES, EXIT_ERROR, EXIT_SKIPPED = 0, 1, 2, 3
 KINDS = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")
 
 
@@ -172,6 +172,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         for s in summaries:
             if s["status"] == "failed":
                 continue
+            if s["status"] == "skipped":
+                print(f"{s['source']}: skipped: {s['error']}")
+                continue
             found = ", ".join(f"{k} {v}" for k, v in sorted(s["found"].items())) or "nothing"
             open_now = ", ".join(f"{k} {v}" for k, v in sorted(s["open"].items())) or "none"
             print(
@@ -186,6 +189,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             )
     if failed:
         return EXIT_ERROR
+    if any(s["status"] == "skipped" for s in summaries):
+        return EXIT_SKIPPED  # nothing was checked: a script must not read this as success
     if args.fail_on_discrepancy and any(s.get("open") for s in summaries):
         return EXIT_DISCREPANCIES
     return EXIT_OK

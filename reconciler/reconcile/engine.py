@@ -34,7 +34,7 @@ from reconciler.inbox.parsing import json_path_get
 from reconciler.reconcile import findings as F
 from reconciler.reconcile.business import BoundCheck, bind_checks, duplicated, rows_by_key
 from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
-from reconciler.reconcile.lease import acquire, release
+from reconciler.reconcile.lease import Heartbeat, acquire, holder, release
 from reconciler.reconcile.pages import StatementPages, TransactionPages, page_store
 from reconciler.reconcile.seen import ListedTally, require_json, seen_so_far
 from reconciler.storage.models import (
@@ -182,21 +182,27 @@ class Reconciler:
         if skipped:
             prepared.close()
             return summary
+        ttl = timedelta(seconds=self.cfg.lease_seconds)
         try:
             # A connector that cannot be built (a missing key) still ends the run as failed and frees
             # the lease, instead of blocking the source until the lease expires.
-            self._scan(
-                source,
-                prepared,
-                checks,
-                summary,
-                now,
-                full,
-                since,
-                dry_run,
-                progress,
-                stop_after_pages,
-            )
+            with (
+                contextlib.nullcontext()
+                if dry_run
+                else Heartbeat(self.engine, source.name, self.owner, ttl, self.clock)
+            ):
+                self._scan(
+                    source,
+                    prepared,
+                    checks,
+                    summary,
+                    now,
+                    full,
+                    since,
+                    dry_run,
+                    progress,
+                    stop_after_pages,
+                )
             summary.status = RunStatus.SUCCEEDED.value
         except (HookledgerError, OSError) as exc:
             summary.status = RunStatus.FAILED.value
@@ -218,13 +224,13 @@ class Reconciler:
             if not acquire(
                 conn, source.name, self.owner, now, timedelta(seconds=self.cfg.lease_seconds)
             ):
+                held = holder(conn, source.name)
                 summary.status = RunStatus.SKIPPED.value
-                self._insert_run(conn, summary, trigger, now, RunStatus.SKIPPED)
-                log.info(
-                    "another reconciliation of %s holds the lease; skipped",
-                    source.name,
-                    extra={"source": source.name},
+                summary.error = "another reconciliation of this source is running" + (
+                    f": lease {held.describe()}" if held else ""
                 )
+                self._insert_run(conn, summary, trigger, now, RunStatus.SKIPPED)
+                log.info("%s; skipped", summary.error, extra={"source": source.name})
                 return False
             # A run still "running" without the lease died with its process: say so in the history.
             conn.execute(
@@ -691,6 +697,7 @@ class Reconciler:
                 finished_at=now if status is RunStatus.SKIPPED else None,
                 records_scanned=0,
                 counts={},
+                error=summary.error if status is RunStatus.SKIPPED else None,
                 detail={"owner": self.owner},
             )
         )
