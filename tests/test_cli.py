@@ -117,7 +117,9 @@ def test_worker_replay_and_events_show(
         main(["events", "show", "evt_broken", "--source", "stripe", "--json", "--config", cfg]) == 0
     )
     data = json.loads(capsys.readouterr().out)
-    assert data["event"]["event_id"] == "evt_broken" and data["event"]["origin"] == "replay"
+    assert (
+        data["event"]["event_id"] == "evt_broken" and data["event"]["origin"] == "webhook"
+    )  # kept across the replay
     assert [a["outcome"] for a in data["attempts"]] == ["dead"]
     assert data["audit"][0]["actor"] == "bob"
     with engine.connect() as conn:

@@ -114,3 +114,48 @@ def test_0007_keeps_a_page_of_seen_ids_inline_on_postgres(engine: Engine) -> Non
     assert reloptions() is None
     upgrade(engine)
     assert reloptions() == ["toast_tuple_target=8160"]
+
+
+def test_0008_gives_replayed_events_the_origin_of_their_first_receipt(engine: Engine) -> None:
+    from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS
+
+    command.downgrade(alembic_config(engine), "0007")
+    now = datetime.now(UTC)
+    base = {
+        "source": "stripe",
+        "body": b"{}",
+        "headers": {},
+        "received_at": now,
+        "status": "pending",
+        "attempts": 0,
+        "correlation_id": "c",
+    }
+    with engine.begin() as conn:
+        conn.execute(
+            insert(INBOX_EVENTS),
+            [
+                {**base, "event_id": "e_hook", "origin": "replay"},
+                {**base, "event_id": "e_back", "origin": "replay"},
+                {**base, "event_id": "e_none", "origin": "replay"},
+                {**base, "event_id": "e_plain", "origin": "backfill"},
+            ],
+        )
+        audit = {"at": now, "actor": "ops", "action": "replay", "source": "stripe"}
+        conn.execute(
+            insert(AUDIT_LOG),
+            [
+                {**audit, "event_id": "e_hook", "detail": {"previous_origin": "webhook"}},
+                {**audit, "event_id": "e_back", "detail": {"previous_origin": "backfill"}},
+                {**audit, "event_id": "e_back", "detail": {"previous_origin": "replay"}},
+            ],
+        )
+    upgrade(engine)
+    with engine.connect() as conn:
+        rows = conn.execute(select(INBOX_EVENTS.c.event_id, INBOX_EVENTS.c.origin)).all()
+    origins = {r.event_id: r.origin for r in rows}
+    assert {k: str(v) for k, v in origins.items()} == {
+        "e_hook": "webhook",
+        "e_back": "backfill",
+        "e_none": "webhook",
+        "e_plain": "backfill",
+    }

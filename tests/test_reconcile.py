@@ -1737,3 +1737,14 @@ def test_a_running_run_renews_its_lease(engine: Engine) -> None:
     time.sleep(1.6)  # no more renewals: free again
     with engine.begin() as conn:
         assert acquire(conn, "s", "other", datetime.now(UTC), ttl)
+
+
+def test_a_replayed_forged_event_is_still_an_orphan(scenario: Scenario) -> None:
+    from reconciler.inbox.actions import replay_event
+
+    with scenario.engine.begin() as conn:
+        replay_event(conn, source="stripe", event_id="evt_forged_0", actor="ops", reason="retry")
+    Worker(scenario.engine, scenario.settings, registry()).drain()
+    scenario.reconciler().run("stripe")
+    assert ("orphaned", "evt_forged_0", "") in scenario.found()
+    assert scenario.found() == scenario.expected

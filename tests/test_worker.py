@@ -231,7 +231,11 @@ def test_replay_of_a_dead_event_processes_it_once_with_its_id(engine: Engine, db
         )
     assert result.previous_status == "dead"
     r = row(engine, "evt_replay")
-    assert (r.status, r.origin, r.attempts) == ("pending", "replay", 0)
+    assert (r.status, r.origin, r.attempts) == (
+        "pending",
+        "webhook",
+        0,
+    )  # the origin of first receipt
     worker.drain()
     worker.drain()
     assert seen == [("evt_replay", 1)]

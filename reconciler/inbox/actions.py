@@ -18,7 +18,6 @@ from reconciler.storage.models import (
     DELIVERIES,
     INBOX_EVENTS,
     PROCESSING_ATTEMPTS,
-    EventOrigin,
     EventStatus,
 )
 from reconciler.storage.types import utcnow
@@ -55,8 +54,9 @@ def replay_event(
         update(EVENTS)
         .where(EVENTS.c.id == row.id, EVENTS.c.status == status)
         .values(
+            # The origin stays that of the first receipt: orphan detection reads it, and a forged
+            # webhook must stay a webhook after an operator replays it. The audit log has the replay.
             status=EventStatus.PENDING,
-            origin=EventOrigin.REPLAY,
             attempts=0,
             next_attempt_at=utcnow(),
             lease_owner=None,
