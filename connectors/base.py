@@ -78,6 +78,9 @@ class ScanOptions:
 
 class Connector(Protocol):
     source: str
+    # fetch_event answers NotFoundError only for an id the provider never had (within retention):
+    # the reconciler may then call an inbox event it cannot find an orphan.
+    confirms_event_ids: bool
 
     @property
     def retention(self) -> timedelta | None:

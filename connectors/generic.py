@@ -40,6 +40,8 @@ def _time(value: Any) -> datetime | None:
 
 
 class GenericConnector:
+    confirms_event_ids = False  # an arbitrary API's GET by id may not exist
+
     def __init__(self, source: SourceSettings, client: ProviderClient) -> None:
         if not source.list_url:
             raise MalformedResponseError(

@@ -81,6 +81,8 @@ def app_jwt(app_id: int, private_key: str, now: float | None = None) -> str:
 
 
 class GitHubConnector:
+    confirms_event_ids = True  # a GUID is looked up in the hook's delivery list
+
     def __init__(
         self,
         source: str,

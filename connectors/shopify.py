@@ -51,6 +51,8 @@ def resource_record(resource: str, item: Mapping[str, Any]) -> Record:
 
 
 class ShopifyConnector:
+    confirms_event_ids = False  # Shopify lists no webhook deliveries
+
     def __init__(
         self,
         source: str,

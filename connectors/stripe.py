@@ -82,6 +82,8 @@ def object_path(object_type: str, object_id: str) -> str:
 
 
 class StripeConnector:
+    confirms_event_ids = True  # GET /v1/events/{id}: 404 for an id Stripe never had
+
     def __init__(
         self,
         source: str,

@@ -1748,3 +1748,68 @@ def test_a_replayed_forged_event_is_still_an_orphan(scenario: Scenario) -> None:
     scenario.reconciler().run("stripe")
     assert ("orphaned", "evt_forged_0", "") in scenario.found()
     assert scenario.found() == scenario.expected
+
+
+def _forge(engine: Engine, event_id: str, event_type: str, received_at: datetime) -> None:
+    body = json.dumps(
+        {
+            "id": event_id,
+            "object": "event",
+            "type": event_type,
+            "created": int((received_at - timedelta(hours=2)).timestamp()),
+            "data": {"object": {"id": f"obj_{event_id}", "object": event_type.split(".")[0]}},
+        }
+    ).encode()
+    with engine.begin() as conn:
+        store_items(conn, [IncomingEvent("stripe", parse_stripe({}, body), body, {}, received_at)])
+
+
+def test_an_incremental_run_that_lists_nothing_new_still_checks_new_inbox_events(
+    scenario: Scenario,
+) -> None:
+    """A forged event received after the last run is found although the source lists nothing new;
+    a real event delivered late (occurred long before, received now) is asked of the source by id
+    and is no orphan."""
+    first = scenario.reconciler().run("stripe")
+    assert first.status == "succeeded" and scenario.found() == scenario.expected
+    now = datetime.now(UTC)
+    _forge(scenario.engine, "evt_forged_late", "charge.succeeded", now + timedelta(minutes=1))
+    late = next(e for e in scenario.world.stripe_events if e["id"] in scenario.dropped)
+    body = json.dumps(late).encode()
+    with scenario.engine.begin() as conn:
+        store_items(
+            conn,
+            [IncomingEvent("stripe", parse_stripe({}, body), body, {}, now + timedelta(minutes=2))],
+        )
+    later = now + timedelta(minutes=20)
+    second = scenario.reconciler(clock=lambda: later).run("stripe")
+    assert second.status == "succeeded" and second.records_scanned == 0
+    expected = (scenario.expected - {("missing", late["id"], "")}) | {
+        ("orphaned", "evt_forged_late", "")
+    }
+    assert scenario.found() == expected
+    # checked once: a third run asks nothing again and finds the same
+    third = scenario.reconciler(clock=lambda: later + timedelta(minutes=1)).run("stripe")
+    assert third.found.get("orphaned", 0) == 0
+    assert scenario.found() == expected
+
+
+def test_a_filtered_listing_makes_no_false_orphans(scenario: Scenario) -> None:
+    """event_types = ["invoice.paid"]: the orphan pass compares only what that listing can return."""
+    data = scenario.settings.model_dump(exclude_unset=True)
+    data["sources"][0]["event_types"] = ["invoice.paid"]
+    data["sources"][0]["checks"] = []
+    settings = parse_settings(data, "<test>")
+    _forge(
+        scenario.engine,
+        "evt_forged_paid",
+        "invoice.paid",
+        datetime.now(UTC) - timedelta(minutes=30),
+    )
+    summary = Reconciler(scenario.engine, settings).run("stripe")
+    assert summary.status == "succeeded"
+    orphans = {r for k, r, _ in scenario.found() if k == "orphaned"}
+    assert orphans == {"evt_forged_paid"}  # not the charge forgeries, nor any other type
+    missing = {r for k, r, _ in scenario.found() if k == "missing"}
+    paid = {e["id"] for e in scenario.world.stripe_events if e["type"] == "invoice.paid"}
+    assert missing == set(scenario.dropped) & paid

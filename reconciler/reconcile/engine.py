@@ -26,6 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from connectors.base import Connector, Page, Record, ScanOptions
 from connectors.errors import ConnectorError, UnsupportedError
+from connectors.errors import NotFoundError as ConnectorNotFound
 from connectors.factory import build_connector
 from reconciler.config import Settings, SourceSettings
 from reconciler.cursors import load_cursor
@@ -53,6 +54,8 @@ E = INBOX_EVENTS
 D = DISCREPANCIES
 DELIVERY_LOG_KINDS = ("github",)  # providers whose list says whether each delivery succeeded
 # the kinds a re-check of the business tables can resolve
+# Late webhook events asked of the provider one by one in a run (the rest wait for the next run).
+LATE_ORPHAN_CHECKS = 500
 BUSINESS_KINDS = (DiscrepancyKind.UNAPPLIED, DiscrepancyKind.DUPLICATE, DiscrepancyKind.DIVERGED)
 ProgressHook = Callable[[str, int], None]  # (source, records scanned so far)
 
@@ -326,9 +329,12 @@ class Reconciler:
                     conn.execution_options(isolation_level=conn.default_isolation_level)
                     scan.unbracketed = False
                 tx = None if dry_run else conn.begin()
+                window_start = seen_so_far(conn, source.name)[0]
                 self._after_pages(conn, biz, source, checks, summary, now, grace, scan.tally)
                 if tx is not None:
                     tx.commit()
+                # asks the provider over HTTP: outside the transaction (SQLite's write lock)
+                self._late_orphans(scan, source, now - lookback, window_start)
             finally:
                 if outer is not None:
                     outer.rollback()  # rolls the SET back too
@@ -595,6 +601,7 @@ class Reconciler:
                 tally,
                 seen_rows,
                 before_anti_join=fresh_seen_statistics,
+                scope=F.listed_types(source.event_types),
             )
             summary.add(DiscrepancyKind.ORPHANED, orphans)
         stuck, dead = F.record_stuck_and_dead(
@@ -613,6 +620,58 @@ class Reconciler:
         delays = F.detection_delays(conn, run_id)
         if delays is not None:
             summary.detection_delay_median_seconds, summary.detection_delay_max_seconds = delays
+
+    def _late_orphans(
+        self, scan: _Scan, source: SourceSettings, floor: datetime, start: datetime | None
+    ) -> None:
+        """Webhook events received since the source's orphan watermark that this scan's window does
+        not cover (the scan listed nothing new, or they arrived long after they occurred): each is
+        asked of the provider by id, at most ``LATE_ORPHAN_CHECKS`` a run, and one the provider does
+        not know is an orphan. The watermark then moves to the grace period's edge, or to just before
+        the first event that could not be asked."""
+        conn, now, grace = scan.conn, scan.now, scan.grace
+        if source.kind == "shopify" or not scan.connector.confirms_event_ids:
+            return
+        checked_until = F.orphan_watermark(conn, source.name) or floor
+        candidates = F.late_orphan_candidates(
+            conn,
+            source.name,
+            checked_until,
+            now,
+            grace,
+            start,
+            F.listed_types(source.event_types),
+            LATE_ORPHAN_CHECKS + 1,
+        )
+        if not scan.dry_run and conn.in_transaction():
+            conn.commit()  # no read transaction held open while the provider is asked
+        watermark = now - grace
+        if len(candidates) > LATE_ORPHAN_CHECKS:
+            watermark = candidates[LATE_ORPHAN_CHECKS][1] - timedelta(microseconds=1)
+            candidates = candidates[:LATE_ORPHAN_CHECKS]
+        unknown = []
+        for event_id, received_at in candidates:
+            try:
+                scan.connector.fetch_event(event_id)
+            except ConnectorNotFound:
+                unknown.append(event_id)
+            except ConnectorError as exc:
+                log.warning(
+                    "could not ask the source about event %s (%s); it is checked next run",
+                    event_id,
+                    exc.__class__.__name__,
+                    extra={"source": source.name},
+                )
+                watermark = received_at - timedelta(microseconds=1)
+                break
+        tx = None if scan.dry_run else conn.begin()
+        found = F.record_orphans_by_id(conn, source.name, scan.summary.run_id, now, unknown)
+        scan.summary.add(DiscrepancyKind.ORPHANED, found)
+        if tx is not None:
+            F.save_orphan_watermark(
+                conn, source.name, max(watermark, checked_until), scan.summary.run_id
+            )
+            tx.commit()
 
     def _resolve_business(
         self,

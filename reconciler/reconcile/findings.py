@@ -36,6 +36,7 @@ from reconciler.storage.models import (
     CURSORS,
     DISCREPANCIES,
     INBOX_EVENTS,
+    ORPHAN_WATERMARKS,
     RECON_SEEN,
     DiscrepancyKind,
     DiscrepancyStatus,
@@ -352,6 +353,21 @@ def _not_seen(conn: Connection, source: str, *, whole_inbox: bool) -> Any:
 CLOCK_SKEW = timedelta(hours=1)
 
 
+def listed_types(patterns: Sequence[str]) -> Any:
+    """The inbox events a listing filtered to these event types can return (``true`` when it is not
+    filtered). Stripe's ``types[]`` takes ``*`` wildcards (``invoice.*``), which become LIKE patterns."""
+    if not patterns:
+        return true()
+    terms: list[Any] = []
+    for pattern in patterns:
+        if "*" in pattern:
+            like = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            terms.append(E.c.event_type.like(like.replace("*", "%"), escape="\\"))
+        else:
+            terms.append(E.c.event_type == pattern)
+    return or_(*terms)
+
+
 def record_orphans(
     conn: Connection,
     source: str,
@@ -363,19 +379,23 @@ def record_orphans(
     seen_rows: int | None = None,
     *,
     before_anti_join: Callable[[], None] | None = None,
+    scope: Any = None,
 ) -> int:
     """Inbox webhook events inside the scan's window that the source did not list: an anti-join in SQL
     against the ids the scan saw (``recon_seen``), never a set in memory. On PostgreSQL the scan's
     ``tally`` first answers the usual case, a window without orphans, with one count over the window
-    (:func:`_listed_all`). ``before_anti_join`` runs just before the anti-join, if it runs."""
+    (:func:`_listed_all`). ``before_anti_join`` runs just before the anti-join, if it runs.
+    ``scope``: what the listing can return (:func:`listed_types`); other events are never orphans."""
+    scope = true() if scope is None else scope
     window = and_(
         E.c.origin == EventOrigin.WEBHOOK,
         func.coalesce(E.c.occurred_at, E.c.received_at) >= window_start,
         E.c.received_at >= window_start - CLOCK_SKEW,
         E.c.received_at <= now - grace,
+        scope,
     )
     if conn.dialect.name == "postgresql":
-        if tally is not None and _listed_all(conn, source, window_start, tally, seen_rows):
+        if tally is not None and _listed_all(conn, source, window_start, tally, seen_rows, scope):
             return 0
         whole_inbox = False  # (only SQLite plans by it)
     else:
@@ -402,6 +422,7 @@ def _listed_all(
     window_start: datetime,
     tally: ListedTally,
     seen_rows: int | None,
+    scope: Any,
 ) -> bool:
     """Whether the source listed every inbox event from the scan's window start on (see
     :class:`seen.ListedTally`): their count and hash sum equal the tally's, and the tally saw every
@@ -416,9 +437,95 @@ def _listed_all(
             E.c.source == source,
             func.coalesce(E.c.occurred_at, E.c.received_at) >= window_start,
             E.c.received_at >= window_start - CLOCK_SKEW,
+            scope,
         )
     ).one()
     return int(count) == tally.count and int(hash_sum or 0) == tally.hash_sum
+
+
+def late_orphan_candidates(
+    conn: Connection,
+    source: str,
+    checked_until: datetime,
+    now: datetime,
+    grace: timedelta,
+    window_start: datetime | None,
+    scope: Any,
+    limit: int,
+) -> list[tuple[str, datetime]]:
+    """Webhook events received since the watermark and past the grace period that this scan's
+    anti-join does not judge (its window starts after their occurrence, or the scan listed nothing):
+    (event id, received at), oldest receipt first, at most ``limit``. Not already open orphans."""
+    open_orphan = exists(
+        select(D.c.id).where(
+            D.c.source == source,
+            D.c.kind == DiscrepancyKind.ORPHANED,
+            D.c.record_key == E.c.event_id,
+            D.c.field == "",
+            D.c.status == DiscrepancyStatus.OPEN,
+        )
+    )
+    outside = (
+        true()
+        if window_start is None
+        else func.coalesce(E.c.occurred_at, E.c.received_at) < window_start
+    )
+    rows = conn.execute(
+        select(E.c.event_id, E.c.received_at)
+        .where(
+            E.c.source == source,
+            E.c.origin == EventOrigin.WEBHOOK,
+            E.c.received_at > checked_until,
+            E.c.received_at <= now - grace,
+            outside,
+            scope,
+            not_(open_orphan),
+        )
+        .order_by(E.c.received_at)
+        .limit(limit)
+    ).all()
+    return [(str(r.event_id), r.received_at) for r in rows]
+
+
+def record_orphans_by_id(
+    conn: Connection, source: str, run_id: str, now: datetime, event_ids: Sequence[str]
+) -> int:
+    """These inbox events are orphans: the source answered that it does not know them."""
+    if not event_ids:
+        return 0
+    return _insert_from(
+        conn,
+        source,
+        run_id,
+        now,
+        DiscrepancyKind.ORPHANED,
+        and_(E.c.origin == EventOrigin.WEBHOOK, E.c.event_id.in_(list(event_ids))),
+        "not_known_to_source",
+    )
+
+
+def orphan_watermark(conn: Connection, source: str) -> datetime | None:
+    return conn.execute(
+        select(ORPHAN_WATERMARKS.c.checked_until).where(ORPHAN_WATERMARKS.c.source == source)
+    ).scalar_one_or_none()
+
+
+def save_orphan_watermark(
+    conn: Connection, source: str, checked_until: datetime, run_id: str
+) -> None:
+    stmt = insert_for(conn, ORPHAN_WATERMARKS).values(
+        source=source, checked_until=checked_until, updated_at=utcnow(), run_id=run_id
+    )
+    conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["source"],
+            set_={
+                "checked_until": stmt.excluded.checked_until,
+                "updated_at": stmt.excluded.updated_at,
+                "run_id": stmt.excluded.run_id,
+            },
+        )
+    )
 
 
 def record_stuck_and_dead(

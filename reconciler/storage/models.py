@@ -203,6 +203,17 @@ class SourceCursor(Base):
     run_id: Mapped[str | None] = mapped_column(String(64))
 
 
+class OrphanWatermark(Base):
+    """Up to when each source's inbox webhook events have been checked for orphans."""
+
+    __tablename__ = "orphan_watermarks"
+
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    checked_until: Mapped[datetime]  # every webhook event received up to here was checked
+    updated_at: Mapped[datetime]
+    run_id: Mapped[str | None] = mapped_column(String(64))
+
+
 class RunStatus(enum.StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -384,6 +395,7 @@ DELIVERIES = cast(Table, Delivery.__table__)
 PROCESSING_ATTEMPTS = cast(Table, ProcessingAttempt.__table__)
 AUDIT_LOG = cast(Table, AuditLog.__table__)
 CURSORS = cast(Table, SourceCursor.__table__)
+ORPHAN_WATERMARKS = cast(Table, OrphanWatermark.__table__)
 RECON_RUNS = cast(Table, ReconRun.__table__)
 DISCREPANCIES = cast(Table, Discrepancy.__table__)
 RECON_SEEN = cast(Table, ReconSeen.__table__)
