@@ -16,13 +16,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from reconciler.errors import ConfigError
+from reconciler.logs import escape_control
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
 DEFAULT_DATABASE_URL = "sqlite:///var/hookledger.db"
+DEFAULT_SCHEDULE = "0 2 * * *"
 
 SourceKind = Literal["stripe", "github", "shopify", "standard", "generic"]
 # Keys that only mean something for some kinds; setting one on another kind is an error.
@@ -67,6 +78,8 @@ class _Table(BaseModel):
 class DatabaseSettings(_Table):
     url: str = DEFAULT_DATABASE_URL
     echo: bool = False
+    # PostgreSQL: how long a connection attempt may take before the command fails
+    connect_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
 
 
 class ReceiverSettings(_Table):
@@ -106,10 +119,34 @@ class ReconcileSettings(_Table):
     overlap_seconds: int = Field(default=300, ge=0)
     # renewed every few seconds by the running run: a dead run frees the source this long after
     lease_seconds: int = Field(default=120, ge=10)
-    schedule: str = "0 2 * * *"
-    timezone: str = "UTC"
+    timezone: str = "UTC"  # before schedule: the schedule's validator reads it
+    schedule: str = DEFAULT_SCHEDULE
     misfire_grace_seconds: int = Field(default=3600, ge=1)
     snapshot_interval_seconds: int = Field(default=60, ge=5)
+
+    @field_validator("timezone")
+    @classmethod
+    def _valid_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone '{value}'") from None
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_schedule(cls, value: str, info: ValidationInfo) -> str:
+        """Every command rejects a schedule the scheduler would refuse, not only ``schedule``."""
+        if value == DEFAULT_SCHEDULE:
+            return value  # known valid: skips importing APScheduler's cron parser (~0.15 s)
+        from apscheduler.triggers.cron import CronTrigger
+
+        tz = info.data.get("timezone", "UTC")  # validated before: it is declared first
+        try:
+            CronTrigger.from_crontab(value, timezone=ZoneInfo(tz))
+        except ValueError as exc:
+            raise ValueError(f"'{value}' is not a valid cron expression ({exc})") from None
+        return value
 
 
 class BusinessSettings(_Table):
@@ -406,7 +443,7 @@ def parse_settings(data: Mapping[str, Any], origin: str) -> Settings:
                 msg = "unknown key"
             elif err["type"] == "missing":
                 msg = "required key is missing"
-            lines.append(f"{origin}: {where}: {msg}")
+            lines.append(escape_control(f"{origin}: {where}: {msg}"))  # a value may hold controls
         raise ConfigError("\n".join(lines)) from None
 
 

@@ -4,6 +4,7 @@
 
     HookledgerError
     ├── ConfigError            the configuration file or environment is invalid
+    ├── DatabaseError          the database cannot be reached or went away (names it, password masked)
     ├── NotFoundError          an event, source or record named by the user does not exist
     ├── ActionRefusedError     an operator action is not allowed in the record's current state
     ├── RejectedDelivery       an inbound webhook is refused (carries the HTTP status and a reason)
@@ -26,6 +27,10 @@ class HookledgerError(Exception):
 
 class ConfigError(HookledgerError):
     """The configuration is invalid."""
+
+
+class DatabaseError(HookledgerError):
+    """The database cannot be reached."""
 
 
 class NotFoundError(HookledgerError):

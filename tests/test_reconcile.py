@@ -1813,3 +1813,46 @@ def test_a_filtered_listing_makes_no_false_orphans(scenario: Scenario) -> None:
     missing = {r for k, r, _ in scenario.found() if k == "missing"}
     paid = {e["id"] for e in scenario.world.stripe_events if e["type"] == "invoice.paid"}
     assert missing == set(scenario.dropped) & paid
+
+
+def test_postgres_the_database_going_away_mid_run_fails_the_run_in_one_line(
+    scenario: Scenario, db_url: str
+) -> None:
+    """Every connection of the run is terminated after its second page: a DatabaseError naming the
+    database and the driver's reason, the run marked failed, the cursor at the last committed page,
+    and the next run resumes from it."""
+    from reconciler.cursors import load_cursor
+    from reconciler.errors import DatabaseError
+    from reconciler.storage.engine import make_engine
+
+    if scenario.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite is a local file: it does not go away")
+    sep = "&" if "?" in db_url else "?"
+    victim = make_engine(f"{db_url}{sep}application_name=hl_victim")
+    pages = []
+
+    def cut(source: str, scanned: int) -> None:
+        pages.append(scanned)
+        if len(pages) == 2:
+            with scenario.engine.begin() as conn:
+                conn.exec_driver_sql(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'hl_victim'"
+                )
+
+    try:
+        with pytest.raises(DatabaseError) as raised:
+            Reconciler(victim, scenario.settings).run("stripe", progress=cut)
+    finally:
+        victim.dispose()
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith("database postgresql+psycopg://")
+    assert "terminating connection due to administrator command" in message
+    with scenario.engine.connect() as conn:
+        run = conn.execute(select(RECON_RUNS.c.status, RECON_RUNS.c.error)).one()
+        cursor = load_cursor(conn, "stripe")
+    assert str(run.status) == "failed" and "administrator command" in run.error
+    assert cursor is not None and cursor.get("phase") == "backfill"  # a committed page, not the end
+    resumed = scenario.reconciler().run("stripe")
+    assert resumed.status == "succeeded" and 0 < resumed.records_scanned < 150
+    assert scenario.found() == scenario.expected

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import socket
+from collections.abc import Sequence
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
-from reconciler.config import LoadedConfig, load_config
+from reconciler.config import LoadedConfig, Settings, load_config
 from reconciler.errors import ConfigError
-from reconciler.storage.engine import make_engine
+from reconciler.storage.engine import database_error, make_engine
 from reconciler.storage.migrate import current_revision, head_revision
 
 
@@ -16,11 +19,49 @@ def load(args: argparse.Namespace) -> LoadedConfig:
     return load_config(getattr(args, "config", None))
 
 
+def unknown_source_error(settings: Settings, name: str) -> ConfigError:
+    """The one message every command gives for a --source that is not configured."""
+    names = ", ".join(s.name for s in settings.sources) or "none"
+    return ConfigError(
+        f"--source {name!r}: no source of that name in the configuration (configured: {names})"
+    )
+
+
+def check_sources(settings: Settings, names: str | Sequence[str] | None) -> None:
+    for name in [names] if isinstance(names, str) else list(names or ()):
+        if settings.source(name) is None:
+            raise unknown_source_error(settings, name)
+
+
+def check_port(host: str, port: int, option: str = "--port") -> None:
+    """Refuse at once, naming the option, when the address cannot be listened on."""
+    if port == 0:
+        return
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host!r}: cannot be resolved ({exc.strerror})") from None
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"{option} {port}: cannot listen on {host}:{port} ({exc.strerror}); "
+                f"choose another with {option}"
+            ) from None
+
+
 def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
     settings = loaded.settings
-    engine = make_engine(settings.database.url, echo=settings.database.echo)
+    db = settings.database
+    engine = make_engine(db.url, echo=db.echo, connect_timeout=db.connect_timeout_seconds)
     if require_schema:
-        current = current_revision(engine)
+        try:
+            current = current_revision(engine)
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            raise database_error(db.url, exc) from None
         if current != head_revision(engine):
             engine.dispose()
             raise ConfigError(

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from reconciler.cli.common import load
+from reconciler.cli.common import check_port, load, open_engine
 from reconciler.config import Settings
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
@@ -82,6 +82,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     cfg = loaded.settings.dashboard
     host = args.host or cfg.host
     port = args.port or cfg.port
+    check_port(host, port)
+    open_engine(loaded).dispose()  # an unreachable database: one line now, not a blank page later
     env = dict(os.environ)
     if loaded.path is not None:
         env["HOOKLEDGER_CONFIG"] = str(loaded.path.resolve())

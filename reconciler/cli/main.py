@@ -13,12 +13,16 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from reconciler import __version__
 from reconciler.audit import default_actor
 from reconciler.cli import dashboard_cmd, reconcile_cmds
-from reconciler.cli.common import load, open_engine
-from reconciler.errors import HookledgerError
+from reconciler.cli.common import check_port, check_sources, load, open_engine
+from reconciler.config import DEFAULT_CONFIG_PATH
+from reconciler.errors import ConfigError, HookledgerError
 from reconciler.logs import configure_logging
+from reconciler.storage.engine import database_error
 
 log = logging.getLogger("hookledger")
 
@@ -169,11 +173,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     loaded = load(args)
     settings = loaded.settings
+    if not any(s.enabled for s in settings.sources):
+        where = loaded.path or "the built-in defaults"
+        raise ConfigError(
+            f"{where}: no enabled source in [[sources]]: the receiver would refuse every delivery"
+        )
+    host = args.host or settings.receiver.host
+    port = settings.receiver.port if args.port is None else args.port
+    check_port(host, port)
     engine = open_engine(loaded)
     try:
         app = create_app(settings, engine)
-        host = args.host or settings.receiver.host
-        port = settings.receiver.port if args.port is None else args.port
         log.info("receiver listening on http://%s:%d", host, port)
         # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal.
         uvicorn.run(
@@ -298,6 +308,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     for name in ("drop", "duplicate", "reorder", "delay"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             raise HookledgerError(f"--{name} must be a fraction between 0 and 1")
+    check_port(args.host, args.port)
     send_plan = None
     if args.send:
         faults = DeliveryFaults(args.drop, args.duplicate, args.reorder, args.delay)
@@ -416,13 +427,26 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
     parser = build_parser()
     args = parser.parse_args(argv)
     args.owns_process = owns_process
+    loaded = None
     try:
         loaded = load(args)
         configure_logging(loaded.settings.logging.level)
+        if loaded.path is None and args.command not in ("demo", "sandbox"):
+            print(
+                f"hookledger: no configuration file at {DEFAULT_CONFIG_PATH.resolve()} (nor "
+                "$HOOKLEDGER_CONFIG): using the built-in defaults",
+                file=sys.stderr,
+            )
+        check_sources(loaded.settings, getattr(args, "source", None))
         result: int = args.func(args)
         return result
     except HookledgerError as exc:
         print(f"hookledger: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except SQLAlchemyError as exc:
+        # The database went away or refused a statement: one line naming it, never a traceback.
+        url = loaded.settings.database.url if loaded is not None else "?"
+        print(f"hookledger: error: {database_error(url, exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130

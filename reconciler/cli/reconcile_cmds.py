@@ -11,10 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from reconciler.audit import default_actor
-from reconciler.cli.common import load, open_engine
+from reconciler.cli.common import load, open_engine, unknown_source_error
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.process import freeze_startup_objects
+from reconciler.storage.engine import database_error
 from reconciler.storage.models import DiscrepancyStatus
 
 EXIT_OK, EXIT_DISCREPANCIES, EXIT_ERROR, EXIT_SKIPPED = 0, 1, 2, 3
@@ -116,7 +119,7 @@ def _sources(settings: Any, names: list[str]) -> list[Any]:
     for name in names:
         source = settings.source(name)
         if source is None:
-            raise ConfigError(f"no source named '{name}' in the configuration")
+            raise unknown_source_error(settings, name)
         out.append(source)
     return out
 
@@ -199,10 +202,21 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 def _impact(loaded: Any, sources: list[str]) -> list[dict[str, Any]]:
     from reconciler.reconcile.export import money_impact
 
-    engine = open_engine(loaded)
+    try:
+        engine = open_engine(loaded)
+    except HookledgerError as exc:  # the runs' own results are still printed
+        print(f"hookledger: error: money impact not computed: {exc}", file=sys.stderr)
+        return []
     try:
         with engine.connect() as conn:
             return money_impact(conn, tuple(sources))
+    except SQLAlchemyError as exc:
+        url = loaded.settings.database.url
+        print(
+            f"hookledger: error: money impact not computed: {database_error(url, exc)}",
+            file=sys.stderr,
+        )
+        return []
     finally:
         engine.dispose()
 

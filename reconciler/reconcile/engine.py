@@ -38,6 +38,7 @@ from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_
 from reconciler.reconcile.lease import Heartbeat, acquire, holder, release
 from reconciler.reconcile.pages import StatementPages, TransactionPages, page_store
 from reconciler.reconcile.seen import ListedTally, require_json, seen_so_far
+from reconciler.storage.engine import database_error
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
@@ -211,11 +212,25 @@ class Reconciler:
             summary.status = RunStatus.FAILED.value
             summary.error = str(exc)
             raise
+        except SQLAlchemyError as exc:  # the database went away mid-run
+            error = database_error(self.engine.url.render_as_string(hide_password=True), exc)
+            summary.status = RunStatus.FAILED.value
+            summary.error = str(error)
+            raise error from None
         finally:
             prepared.close()
             if not dry_run:
-                with self.engine.begin() as conn:
-                    self._finish_run(conn, summary, source.name)
+                try:
+                    with self.engine.begin() as conn:
+                        self._finish_run(conn, summary, source.name)
+                except SQLAlchemyError as exc:
+                    # Still unreachable: the next run finds this one abandoned once its lease runs out.
+                    log.warning(
+                        "could not record the end of run %s: %s",
+                        summary.run_id,
+                        database_error(self.engine.url.render_as_string(hide_password=True), exc),
+                        extra={"source": source.name},
+                    )
         return summary
 
     def _begin_run(

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from reconciler.errors import ConfigError
+from reconciler.errors import ConfigError, DatabaseError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000
@@ -27,8 +27,34 @@ SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000
 SQLITE_BEGIN_OPTION = "hookledger_sqlite_begin"
 
 
+DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+def masked_url(url: str) -> str:
+    """The URL as it may be shown: the password replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparsable database URL>"
+
+
+def database_error(url: str, exc: BaseException) -> DatabaseError:
+    """One line naming the database (password masked) and the driver's reason."""
+    orig = getattr(exc, "orig", None) or exc
+    lines = [line.strip() for line in str(orig).splitlines() if line.strip()]
+    reason = lines[0] if lines else orig.__class__.__name__
+    if len(lines) > 1 and lines[0].startswith("connection failed:"):
+        reason = "; ".join(lines[:2])  # psycopg: "connection failed: host ..." then the cause
+    return DatabaseError(f"database {masked_url(url)}: {reason}")
+
+
 def make_engine(
-    url: str, *, echo: bool = False, pool_size: int = 10, readonly: bool = False
+    url: str,
+    *,
+    echo: bool = False,
+    pool_size: int = 10,
+    readonly: bool = False,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
 ) -> Engine:
     try:
         parsed = make_url(url)
@@ -39,10 +65,20 @@ def make_engine(
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(database).expanduser().parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseError(
+                    f"database {masked_url(url)}: cannot create its folder {folder} ({exc.strerror})"
+                ) from None
         kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     else:
         kwargs.update(pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+        if parsed.get_backend_name() == "postgresql":
+            # A server that does not answer fails the connection after this long instead of hanging
+            # the command (or the dashboard's page) on the operating system's TCP timeout.
+            kwargs["connect_args"] = {"connect_timeout": max(1, round(connect_timeout))}
     try:
         engine = create_engine(parsed, **kwargs)
     except NoSuchModuleError as exc:
