@@ -167,6 +167,19 @@ DEFAULT_MASK_FIELDS = (
     "shipping_address",
     "billing_details",
     "shipping",
+    # payment details (values that look like card numbers or IBANs are masked under any key too)
+    "card_number",
+    "cvc",
+    "cvv",
+    "cvv2",
+    "exp_month",
+    "exp_year",
+    "iban",
+    "bank_account",
+    "account_number",
+    "routing_number",
+    "sort_code",
+    "bsb_number",
 )
 
 

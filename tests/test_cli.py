@@ -367,3 +367,42 @@ def test_export_to_a_reader_that_stops_early_ends_quietly(
     with export.stderr:
         assert export.wait(timeout=60) == EXIT_BROKEN_PIPE == 141
         assert export.stderr.read() == b""
+
+
+PLANTED = {
+    "id": "ch_1",
+    "object": "charge",
+    "receipt_email": "jane@example.com",
+    "client_secret": "pi_1_secret_abc",
+    "metadata": {"note": "4000 0566 5566 5556", "refund_to": "DE89 3704 0044 0532 0130 00"},
+    "payment_method_details": {
+        "card": {"number": "4242424242424242", "cvc": "123", "last4": "4242"}
+    },
+}
+PLANTED_VALUES = [
+    "jane@example.com",
+    "pi_1_secret_abc",
+    "4000 0566 5566 5556",
+    "DE89 3704 0044 0532 0130 00",
+    "4242424242424242",
+    '"123"',
+]
+
+
+def test_events_show_masks_the_payload_unless_raw(
+    db_url: str, engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = str(write_config(tmp_path, db_url))
+    assert main(["init", "--config", cfg]) == 0
+    put(engine, "evt_pii", "charge.succeeded", PLANTED)
+    capsys.readouterr()
+    for extra in ([], ["--json"]):
+        assert (
+            main(["events", "show", "evt_pii", "--source", "stripe", *extra, "--config", cfg]) == 0
+        )
+        out = capsys.readouterr().out
+        assert "<masked>" in out and '"last4": "4242"' in out.replace('\\"', '"')
+        assert [v for v in PLANTED_VALUES if v in out.replace('\\"', '"')] == []
+    assert main(["events", "show", "evt_pii", "--source", "stripe", "--raw", "--config", cfg]) == 0
+    raw = capsys.readouterr().out
+    assert all(v in raw for v in PLANTED_VALUES)

@@ -169,3 +169,26 @@ def test_sign_in_secrets_come_from_the_environment_into_a_private_file(
     argv = streamlit_argv("127.0.0.1", 8502, path)
     assert argv[argv.index("--secrets.files") + 1] == str(path)
     assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("value", "hidden"),
+    [
+        ("4242424242424242", True),
+        ("4242 4242 4242 4242", True),
+        ("4000-0566-5566-5556", True),
+        ("4242424242424241", False),  # fails the Luhn check
+        ("DE89370400440532013000", True),
+        ("DE89 3704 0044 0532 0130 00", True),
+        ("DE89370400440532013001", False),  # fails mod 97
+        ("evt_1NvZ", False),
+        ("820982911946154508", False),
+        ("2026-12-01", False),
+    ],
+)
+def test_payment_data_is_masked_by_value_under_any_key(value: str, hidden: bool) -> None:
+    from reconciler.ops.masking import MASK, Masker
+
+    masked = Masker().mask({"anything": value, "n": 4242424242424242})
+    assert (masked["anything"] == MASK) is hidden
+    assert masked["n"] == 4242424242424242  # JSON numbers (ids) are never touched

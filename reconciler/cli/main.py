@@ -146,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("event_id", metavar="EVENT_ID")
     p.add_argument("--source", required=True, help="source name")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="show the payload as stored (default: secrets, mask_fields and payment data masked)",
+    )
     p.set_defaults(func=cmd_events_show)
     return parser
 
@@ -364,6 +369,7 @@ def _jsonable(value: Any) -> Any:
 
 def cmd_events_show(args: argparse.Namespace) -> int:
     from reconciler.inbox.actions import event_detail
+    from reconciler.ops.masking import Masker
 
     loaded = load(args)
     engine = open_engine(loaded)
@@ -372,6 +378,9 @@ def cmd_events_show(args: argparse.Namespace) -> int:
             detail = event_detail(conn, source=args.source, event_id=args.event_id)
     finally:
         engine.dispose()
+    if not args.raw:  # masked as the dashboard's Events page masks it
+        masker = Masker(loaded.settings.dashboard.mask_fields)
+        detail.event["body"] = masker.mask_body(detail.event["body"])
     data = _jsonable(
         {
             "event": detail.event,
@@ -403,7 +412,7 @@ def cmd_events_show(args: argparse.Namespace) -> int:
         "correlation_id",
     ):
         print(f"{key:>16}: {ev.get(key)}")
-    print(f"{'body':>16}: {len(body)} characters")
+    print(f"\nbody{' (as stored)' if args.raw else ' (masked)'}:\n{body}")
     print(f"\ndeliveries ({len(data['deliveries'])}):")
     for d in data["deliveries"]:
         print(f"  {d['received_at']}  {d['outcome']:<9} {d['status_code']}  {d['reason'] or ''}")
