@@ -151,6 +151,8 @@ class ReconcileSettings(_Table):
 
 class BusinessSettings(_Table):
     url: str | None = None  # default: the inbox database
+    # PostgreSQL: each business read is READ ONLY and may take this long at most
+    statement_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
 
 
 class LoggingSettings(_Table):

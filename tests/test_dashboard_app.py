@@ -303,3 +303,34 @@ def test_what_was_written_a_moment_ago_is_counted(dash: Dash) -> None:
     at.selectbox(key="ov_range").set_value("Last hour").run()
     github = dict(zip(KPI_LABELS, [m.value for m in at.metric][8:16], strict=True))
     assert github["Rejected"] == "1"
+
+
+def test_a_reconcile_now_that_fails_is_audited_too(engine: Engine, db_url: str) -> None:
+    from reconciler.errors import HookledgerError
+    from reconciler.ops import actions
+    from reconciler.storage.models import AUDIT_LOG
+    from tests.conftest import make_settings
+
+    settings = make_settings(
+        db_url,
+        sources=[
+            {
+                "name": "stripe",
+                "kind": "stripe",
+                "base_url": "http://127.0.0.1:9",
+                "api_key_env": "T_UNSET_KEY",
+            }
+        ],
+    )
+    with pytest.raises(HookledgerError, match="T_UNSET_KEY"):
+        actions.reconcile_now(engine, settings, "stripe", actor="night-shift")
+    with engine.connect() as conn:
+        entry = conn.execute(
+            select(AUDIT_LOG.c.actor, AUDIT_LOG.c.action, AUDIT_LOG.c.detail)
+        ).one()
+    assert (entry.actor, entry.action, entry.detail["status"]) == (
+        "night-shift",
+        "reconcile",
+        "failed",
+    )
+    assert "T_UNSET_KEY" in entry.detail["error"]

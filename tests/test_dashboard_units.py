@@ -111,13 +111,34 @@ def test_with_sign_in_only_listed_operators_act() -> None:
     cfg = _dashboard(operators=["Ops@Example.com"])
     anonymous = resolve_identity(cfg, None, "os-user")
     viewer = resolve_identity(cfg, {"is_logged_in": True, "email": "dev@example.com"}, "x")
-    operator = resolve_identity(cfg, {"is_logged_in": True, "email": "ops@example.com"}, "x")
+    operator = resolve_identity(
+        cfg, {"is_logged_in": True, "email": "ops@example.com", "email_verified": True}, "x"
+    )
     assert not anonymous.can_act and not viewer.can_act and operator.can_act
     with pytest.raises(ActionRefusedError, match=r"dev@example\.com may not act"):
         require_operator(viewer)
     with pytest.raises(ActionRefusedError, match="anonymous"):
         require_operator(anonymous)
     assert require_operator(operator) == "ops@example.com"
+
+
+@pytest.mark.parametrize(
+    ("claims", "can_act"),
+    [
+        ({"email": "ops@example.com", "email_verified": True}, True),
+        ({"email": "ops@example.com", "email_verified": "true"}, True),  # some providers send text
+        ({"email": "ops@example.com"}, False),  # unverified: anyone could have typed it
+        ({"email": "ops@example.com", "email_verified": False}, False),
+        ({"email": "ops@example.com", "email_verified": "false", "sub": "u-42"}, True),  # subject
+        ({"sub": "U-42"}, True),
+        ({"sub": "u-7", "email": "x@example.com", "email_verified": True}, False),
+    ],
+)
+def test_operators_are_matched_on_a_verified_email_or_the_subject(
+    claims: dict[str, object], can_act: bool
+) -> None:
+    cfg = _dashboard(operators=["Ops@Example.com", "u-42"])
+    assert resolve_identity(cfg, {"is_logged_in": True, **claims}, "x").can_act is can_act
 
 
 def test_sign_in_settings_must_be_complete() -> None:

@@ -596,7 +596,7 @@ def test_postgres_a_page_statement_that_fails_stores_none_of_what_it_carries(
 ) -> None:
     """A page's findings and cursor travel with the next page's seen ids and lookup: when that
     statement fails, none of it is stored; the run before it stays intact and a rerun completes it."""
-    from sqlalchemy.exc import DBAPIError
+    from reconciler.errors import DatabaseError
 
     from reconciler.cursors import load_cursor
     from reconciler.reconcile import findings
@@ -613,7 +613,7 @@ def test_postgres_a_page_statement_that_fails_stores_none_of_what_it_carries(
         return out
 
     monkeypatch.setattr(findings, "page_write_params", params)
-    with pytest.raises(DBAPIError):
+    with pytest.raises(DatabaseError, match="value too long"):  # one line, not a traceback
         scenario.reconciler().run("stripe")
     with scenario.engine.connect() as conn:
         assert load_cursor(conn, "stripe") == cursors[0]  # page 1's, not page 2's
@@ -1856,3 +1856,42 @@ def test_postgres_the_database_going_away_mid_run_fails_the_run_in_one_line(
     resumed = scenario.reconciler().run("stripe")
     assert resumed.status == "succeeded" and 0 < resumed.records_scanned < 150
     assert scenario.found() == scenario.expected
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [
+        ("nextval('t_hl_seq') > 0", "read-only transaction"),
+        ("pg_sleep(5) IS NOT NULL", "statement timeout"),
+    ],
+)
+def test_postgres_business_checks_run_read_only_within_a_statement_timeout(
+    scenario: Scenario, where: str, reason: str
+) -> None:
+    import time
+
+    from reconciler.errors import ConfigError
+
+    if scenario.engine.dialect.name != "postgresql":
+        pytest.skip("READ ONLY transactions and statement timeouts are PostgreSQL's")
+    with scenario.engine.begin() as conn:
+        conn.exec_driver_sql("CREATE SEQUENCE IF NOT EXISTS t_hl_seq")
+    data = scenario.settings.model_dump(exclude_unset=True)
+    data["sources"][0]["checks"][0]["where"] = where
+    data["business"] = {"statement_timeout_seconds": 0.5}
+    settings = parse_settings(data, "<test>")
+    t = time.monotonic()
+    try:
+        with pytest.raises(ConfigError, match=rf"check 1 \(table t_invoices\).*{reason}"):
+            Reconciler(scenario.engine, settings).run("stripe")
+        assert time.monotonic() - t < 10
+        with scenario.engine.connect() as conn:
+            advanced = conn.exec_driver_sql("SELECT last_value, is_called FROM t_hl_seq").one()
+            run = conn.execute(select(RECON_RUNS.c.status, RECON_RUNS.c.error)).one()
+        assert advanced.is_called is False  # nextval never ran
+        assert str(run.status) == "failed" and reason in run.error
+        # the pool's sessions are read-write again: a normal run succeeds
+        assert scenario.reconciler().run("stripe").status == "succeeded"
+    finally:
+        with scenario.engine.begin() as conn:
+            conn.exec_driver_sql("DROP SEQUENCE IF EXISTS t_hl_seq")

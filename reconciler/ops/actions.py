@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from connectors.factory import build_connector
 from reconciler.audit import record_audit
 from reconciler.config import Settings
-from reconciler.errors import ActionRefusedError, ConfigError
+from reconciler.errors import ActionRefusedError, ConfigError, HookledgerError
 from reconciler.inbox.actions import replay_event
 from reconciler.ops.dead_letters import replay_many
 from reconciler.reconcile import actions as recon_actions
@@ -94,6 +94,16 @@ def reconcile_now(
         summary = Reconciler(engine, settings, business_engine=business).run(
             source_name, trigger="dashboard", progress=progress
         )
+    except HookledgerError as exc:  # a failed run was asked for too: audited with its reason
+        with engine.begin() as conn:
+            record_audit(
+                conn,
+                actor=actor,
+                action="reconcile",
+                source=source_name,
+                detail={"status": "failed", "error": str(exc)[:2000]},
+            )
+        raise
     finally:
         if business is not None:
             business.dispose()

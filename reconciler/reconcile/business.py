@@ -3,16 +3,23 @@
 Table and column names come from config and are checked against the database before anything runs;
 values are always bound parameters. ``where`` is an operator-written SQL filter, validated by running
 it once with ``LIMIT 0``.
+
+On PostgreSQL every business read runs in a ``READ ONLY`` transaction with a statement timeout
+(``[business] statement_timeout_seconds``): a ``where`` that calls ``nextval()`` or ``pg_sleep()``
+fails the check, naming it, instead of writing or stalling the run. (SQLite business databases of
+their own are opened with ``query_only``; one shared with the inbox is read in the page's
+transaction.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, MetaData, Table, func, inspect, select, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from reconciler.config import CheckSettings, SourceSettings
 from reconciler.errors import ConfigError
@@ -33,7 +40,41 @@ class BoundCheck:
         return text(f"({self.check.where})") if self.check.where else None
 
 
-def bind_checks(engine: Engine, source: SourceSettings) -> list[BoundCheck]:
+@contextlib.contextmanager
+def read_only(conn: Connection, timeout_seconds: float) -> Iterator[Connection]:
+    """PostgreSQL: this session's transactions read-only, each statement bounded in time; the
+    session's settings are put back afterwards (the connection returns to a shared pool)."""
+    if conn.dialect.name != "postgresql":
+        yield conn
+        return
+    conn.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    conn.exec_driver_sql(f"SET statement_timeout = {max(1, round(timeout_seconds * 1000))}")
+    conn.commit()
+    try:
+        yield conn
+    finally:
+        try:
+            if conn.in_transaction():
+                conn.rollback()
+            conn.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE")
+            conn.exec_driver_sql("RESET statement_timeout")
+            conn.commit()
+        except SQLAlchemyError:
+            conn.invalidate()  # never hand a read-only session back to the pool
+
+
+def _refused(check: BoundCheck, exc: DBAPIError) -> ConfigError:
+    orig = getattr(exc, "orig", None) or exc
+    reason = (str(orig).strip().splitlines() or [orig.__class__.__name__])[0]
+    return ConfigError(
+        f"{check.label}: the business query failed: {reason} (business checks run read-only, "
+        "within [business] statement_timeout_seconds)"
+    )
+
+
+def bind_checks(
+    engine: Engine, source: SourceSettings, timeout_seconds: float = 30.0
+) -> list[BoundCheck]:
     """Reflect each check's table; a missing table or column is a ConfigError naming the check."""
     if not source.checks:
         return []  # (an inspector would connect for nothing)
@@ -52,7 +93,7 @@ def bind_checks(engine: Engine, source: SourceSettings) -> list[BoundCheck]:
         item = BoundCheck(source.name, i, check, table)
         if check.where:
             try:
-                with engine.connect() as conn:
+                with engine.connect() as conn, read_only(conn, timeout_seconds):
                     conn.execute(
                         select(func.count()).select_from(table).where(item.scope()).limit(0)
                     )
@@ -76,7 +117,11 @@ def rows_by_key(
     if (scope := check.scope()) is not None:
         stmt = stmt.where(scope)
     out: dict[str, list[dict[str, Any]]] = {}
-    for row in conn.execute(stmt):
+    try:
+        rows = conn.execute(stmt).all()
+    except DBAPIError as exc:
+        raise _refused(check, exc) from None
+    for row in rows:
         mapping = dict(row._mapping)
         out.setdefault(str(mapping[check.check.key]), []).append(mapping)
     return out
@@ -98,4 +143,7 @@ def duplicated(conn: Connection, check: BoundCheck, keys: Iterable[str]) -> dict
     )
     if (scope := check.scope()) is not None:
         stmt = stmt.where(scope)
-    return {str(value): int(count) for value, count in conn.execute(stmt)}
+    try:
+        return {str(value): int(count) for value, count in conn.execute(stmt)}
+    except DBAPIError as exc:
+        raise _refused(check, exc) from None

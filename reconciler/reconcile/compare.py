@@ -99,16 +99,18 @@ def amount_of(obj: Mapping[str, Any], path: str | None) -> int | None:
         return None
 
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# Their full-width forms too (U+FF1D, U+FF0B, U+FF0D, U+FF20): spreadsheets fold them to ASCII.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 def csv_cell(value: Any) -> str:
-    """A CSV cell safe to open in a spreadsheet: ISO-8601 UTC times, and a leading ``'`` on anything a
-    spreadsheet would read as a formula (=, +, -, @, tab, CR)."""
+    """A CSV cell safe to open in a spreadsheet: ISO-8601 UTC times, NUL bytes dropped, and a leading
+    ``'`` on anything a spreadsheet would read as a formula (=, +, -, @, tab, CR, and their
+    full-width forms)."""
     if value is None:
         return ""
     if isinstance(value, datetime):
         text = value.astimezone(UTC).isoformat().replace("+00:00", "Z")
     else:
-        text = str(value)
+        text = str(value).replace("\x00", "")
     return "'" + text if text.startswith(FORMULA_PREFIXES) else text

@@ -33,7 +33,13 @@ from reconciler.cursors import load_cursor
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.inbox.parsing import json_path_get
 from reconciler.reconcile import findings as F
-from reconciler.reconcile.business import BoundCheck, bind_checks, duplicated, rows_by_key
+from reconciler.reconcile.business import (
+    BoundCheck,
+    bind_checks,
+    duplicated,
+    read_only,
+    rows_by_key,
+)
 from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
 from reconciler.reconcile.lease import Heartbeat, acquire, holder, release
 from reconciler.reconcile.pages import StatementPages, TransactionPages, page_store
@@ -174,7 +180,9 @@ class Reconciler:
         # its own while the run's database work before the first page goes on.
         prepared = _PreparedConnector(self.connector_factory, source)
         try:
-            checks = bind_checks(self.business_engine, source)
+            checks = bind_checks(
+                self.business_engine, source, self.settings.business.statement_timeout_seconds
+            )
             now = self.clock()
             summary = RunSummary(
                 run_id=str(uuid.uuid4()), source=source.name, status=RunStatus.RUNNING.value
@@ -267,12 +275,15 @@ class Reconciler:
 
     @contextlib.contextmanager
     def _business(self, conn: Connection) -> Iterator[Connection]:
-        """The business tables' connection: the page's own when they share the inbox database (so one
-        transaction sees both and SQLite never waits on itself), else a read-only one."""
-        if self.business_engine is self.engine:
-            yield conn
+        """The business tables' connection: on SQLite the page's own when they share the inbox
+        database (SQLite never waits on itself), else a read-only one (PostgreSQL: READ ONLY with a
+        statement timeout, see ``business.read_only``)."""
+        timeout = self.settings.business.statement_timeout_seconds
+        if self.business_engine is self.engine and conn.dialect.name != "postgresql":
+            yield conn  # SQLite: its one writer is this connection; a second would wait on it
             return
-        with self.business_engine.connect() as biz:
+        # PostgreSQL, even on the inbox's own database: a connection of its own, read-only
+        with self.business_engine.connect() as biz, read_only(biz, timeout):
             yield biz
 
     def _scan(
