@@ -596,9 +596,8 @@ def test_postgres_a_page_statement_that_fails_stores_none_of_what_it_carries(
 ) -> None:
     """A page's findings and cursor travel with the next page's seen ids and lookup: when that
     statement fails, none of it is stored; the run before it stays intact and a rerun completes it."""
-    from reconciler.errors import DatabaseError
-
     from reconciler.cursors import load_cursor
+    from reconciler.errors import DatabaseError
     from reconciler.reconcile import findings
 
     real = findings.page_write_params
