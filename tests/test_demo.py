@@ -5,32 +5,54 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from connectors.sandbox.world import PLANTED_CARDS, PLANTED_IBAN
 from reconciler.cli.main import main
-from reconciler.demo.run import DemoOptions, run_demo
+from reconciler.demo.run import DEMO_ENV, DemoOptions, run_demo
+from reconciler.logs import _FieldsFormatter
 
 pytestmark = pytest.mark.slow
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("demo") / "var" / "demo"
     out = io.StringIO()
-    result = run_demo(
-        DemoOptions(
-            directory=directory,
-            seed=5,
-            events=400,
-            dashboard=False,
-            console=Console(file=out, width=120),
+    logs = _Collect()
+    logs.setFormatter(_FieldsFormatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(logs)
+    try:
+        result = run_demo(
+            DemoOptions(
+                directory=directory,
+                seed=5,
+                events=400,
+                dashboard=False,
+                console=Console(file=out, width=120),
+            )
         )
-    )
+    finally:
+        root.removeHandler(logs)
     assert result.differences == [], out.getvalue()
     assert "found exactly what the sandbox did" in out.getvalue()
+    # what the demo said and logged, for the test that greps it for planted secrets
+    (directory.parent / "console.txt").write_text(out.getvalue())
+    (directory.parent / "logs.txt").write_text("\n".join(logs.lines))
     return directory
 
 
@@ -95,3 +117,54 @@ def test_a_busy_dashboard_port_stops_the_demo_before_it_starts(tmp_path: Path) -
         with pytest.raises(HookledgerError, match=f"port {port} on 127.0.0.1 is in use"):
             run_demo(DemoOptions(directory=tmp_path / "d", dashboard=True, dashboard_port=port))
     assert not (tmp_path / "d").exists()  # nothing was written
+
+
+def test_nothing_the_demo_shows_leaks_planted_payment_data_or_secrets(
+    demo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its console and logs, every file it writes but the credentials' own demo.env, the CSV
+    export and events show (text and JSON) of events that carry card numbers and an IBAN."""
+    config = str(demo / "config.toml")
+    shown = [(demo.parent / "console.txt").read_text(), (demo.parent / "logs.txt").read_text()]
+    for path in sorted(demo.rglob("*")):
+        if path.is_file() and path.suffix in (".json", ".toml", ".txt", ".log", ".csv"):
+            shown.append(path.read_text())
+    assert main(["export", "--config", config, "-o", "-", "--status", "all"]) == 0
+    shown.append(capsys.readouterr().out)
+    truth = json.loads((demo / "truth.json").read_text())
+    charges = [e for e in _stripe_event_ids(demo) if e.startswith("evt_")][:20]
+    assert charges
+    for event_id in charges:
+        for extra in ([], ["--json"]):
+            code = main(
+                ["events", "show", event_id, "--source", "stripe", *extra, "--config", config]
+            )
+            assert code == 0
+            captured = capsys.readouterr()
+            shown += [captured.out, captured.err]
+    planted = [*PLANTED_CARDS, PLANTED_IBAN, *(v for k, v in DEMO_ENV.items() if "SECRET" in k)]
+    text = "\n".join(shown)
+    assert "<masked>" in text and truth
+    assert [p for p in planted if p in text] == []
+
+
+def _stripe_event_ids(demo: Path) -> list[str]:
+    """The inbox's charge events (they carry the planted payment data)."""
+    from sqlalchemy import select
+
+    from reconciler.storage.engine import make_engine
+    from reconciler.storage.models import INBOX_EVENTS
+
+    engine = make_engine(f"sqlite:///{demo / 'hookledger.db'}")
+    try:
+        with engine.connect() as conn:
+            return list(
+                conn.execute(
+                    select(INBOX_EVENTS.c.event_id).where(
+                        INBOX_EVENTS.c.source == "stripe",
+                        INBOX_EVENTS.c.event_type == "charge.succeeded",
+                    )
+                ).scalars()
+            )
+    finally:
+        engine.dispose()

@@ -15,6 +15,9 @@ from typing import Any
 STRIPE_API_VERSION = "2024-06-20"
 SHOPIFY_ORDER_BASE_ID = 820982911946154508  # > 2**53, as real Shopify ids are
 
+PLANTED_CARDS = ("4242 4242 4242 4242", "4000056655665556", "5555-5555-5555-4444")
+PLANTED_IBAN = "DE89 3704 0044 0532 0130 00"
+
 
 @dataclass
 class GitHubAttempt:
@@ -115,6 +118,16 @@ def _stripe(world: World, rng: random.Random, count: int, start: datetime, span:
                 "captured": True,
                 "created": int(times[i].timestamp()),
                 "livemode": False,
+                # payment data a payload may carry (Stripe's test card numbers, its example IBAN):
+                # whatever shows payloads to people must mask it
+                "payment_method_details": {
+                    "type": "card",
+                    "card": {"brand": "visa", "last4": "4242", "exp_month": 12, "exp_year": 2030},
+                },
+                "metadata": {
+                    "card_on_file": PLANTED_CARDS[len(world.stripe_events) % len(PLANTED_CARDS)],
+                    "refund_iban": PLANTED_IBAN,
+                },
             }
             _emit_stripe(world, rng, "charge.succeeded", charge, times[i])
             i += 1
