@@ -8,6 +8,7 @@ closing the connector, and a one-line message for the page.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -95,25 +96,22 @@ def reconcile_now(
             source_name, trigger="dashboard", progress=progress
         )
     except HookledgerError as exc:  # a failed run was asked for too: audited with its reason
-        with engine.begin() as conn:
-            record_audit(
-                conn,
-                actor=actor,
-                action="reconcile",
-                source=source_name,
-                detail={"status": "failed", "error": str(exc)[:2000]},
-            )
+        _audit_reconcile(
+            engine, actor, source_name, None, {"status": "failed", "error": str(exc)[:2000]}
+        )
         raise
     finally:
         if business is not None:
             business.dispose()
+    detail = {"status": summary.status, "scanned": summary.records_scanned}
+    _audit_reconcile(engine, actor, source_name, f"run:{summary.run_id}", detail)
+    return summary
+
+
+def _audit_reconcile(
+    engine: Engine, actor: str, source: str, target: str | None, detail: dict[str, Any]
+) -> None:
     with engine.begin() as conn:
         record_audit(
-            conn,
-            actor=actor,
-            action="reconcile",
-            source=source_name,
-            target=f"run:{summary.run_id}",
-            detail={"status": summary.status, "scanned": summary.records_scanned},
+            conn, actor=actor, action="reconcile", source=source, target=target, detail=detail
         )
-    return summary
