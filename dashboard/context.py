@@ -30,9 +30,10 @@ def _settings(path: str | None) -> Settings:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _engine(url: str) -> Engine:
-    # The engine (a pool) is cached; sessions and connections never are.
-    return make_engine(url)
+def _engine(url: str, connect_timeout: float) -> Engine:
+    # The engine (a pool) is cached; sessions and connections never are. A database that hangs
+    # fails a page's query after connect_timeout, which the page shows, instead of a blank page.
+    return make_engine(url, connect_timeout=connect_timeout)
 
 
 def settings() -> Settings:
@@ -40,7 +41,8 @@ def settings() -> Settings:
 
 
 def engine() -> Engine:
-    return _engine(settings().database.url)
+    db = settings().database
+    return _engine(db.url, db.connect_timeout_seconds)
 
 
 def db_key() -> str:
@@ -87,7 +89,7 @@ def ttl() -> int:
 @st.cache_resource(show_spinner=False, max_entries=1)
 def _head(url: str) -> str | None:
     # the migration scripts shipped with this version: read from disk once, not on every rerun
-    return head_revision(_engine(url))
+    return head_revision(engine())
 
 
 def schema_problem() -> str | None:
