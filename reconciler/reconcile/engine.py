@@ -274,13 +274,16 @@ class Reconciler:
     # -- the scan ----------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _business(self, conn: Connection) -> Iterator[Connection]:
+    def _business(self, conn: Connection, needed: bool = True) -> Iterator[Connection]:
         """The business tables' connection: on SQLite the page's own when they share the inbox
         database (SQLite never waits on itself), else a read-only one (PostgreSQL: READ ONLY with a
         statement timeout, see ``business.read_only``)."""
         timeout = self.settings.business.statement_timeout_seconds
-        if self.business_engine is self.engine and conn.dialect.name != "postgresql":
-            yield conn  # SQLite: its one writer is this connection; a second would wait on it
+        if not needed or (
+            self.business_engine is self.engine and conn.dialect.name != "postgresql"
+        ):
+            # no check reads business tables; or SQLite, whose one writer is this connection
+            yield conn
             return
         # PostgreSQL, even on the inbox's own database: a connection of its own, read-only
         with self.business_engine.connect() as biz, read_only(biz, timeout):
@@ -307,7 +310,7 @@ class Reconciler:
             full=full or since is not None,
             overlap=timedelta(seconds=self.cfg.overlap_seconds),
         )
-        with self.engine.connect() as conn, self._business(conn) as biz:
+        with self.engine.connect() as conn, self._business(conn, bool(checks)) as biz:
             outer = conn.begin() if dry_run else None  # dry run: one transaction, rolled back
             cursor = None if options.full else load_cursor(conn, source.name)
             connector = prepared.get()  # (its build overlapped the run's database work so far)
@@ -360,7 +363,7 @@ class Reconciler:
                 if tx is not None:
                     tx.commit()
                 # asks the provider over HTTP: outside the transaction (SQLite's write lock)
-                self._late_orphans(scan, source, now - lookback, window_start)
+                self._late_orphans(scan, source, window_start)
             finally:
                 if outer is not None:
                     outer.rollback()  # rolls the SET back too
@@ -647,9 +650,7 @@ class Reconciler:
         if delays is not None:
             summary.detection_delay_median_seconds, summary.detection_delay_max_seconds = delays
 
-    def _late_orphans(
-        self, scan: _Scan, source: SourceSettings, floor: datetime, start: datetime | None
-    ) -> None:
+    def _late_orphans(self, scan: _Scan, source: SourceSettings, start: datetime | None) -> None:
         """Webhook events received since the source's orphan watermark that this scan's window does
         not cover (the scan listed nothing new, or they arrived long after they occurred): each is
         asked of the provider by id, at most ``LATE_ORPHAN_CHECKS`` a run, and one the provider does
@@ -658,7 +659,14 @@ class Reconciler:
         conn, now, grace = scan.conn, scan.now, scan.grace
         if source.kind == "shopify" or not scan.connector.confirms_event_ids:
             return
-        checked_until = F.orphan_watermark(conn, source.name) or floor
+        checked_until = F.orphan_watermark(conn, source.name)
+        if checked_until is None:
+            # The source's first checked run: its window's anti-join judged what came before; from
+            # here on every webhook event received is checked once.
+            if not scan.dry_run:  # (in the transaction the read above began)
+                F.save_orphan_watermark(conn, source.name, now - grace, scan.summary.run_id)
+                conn.commit()
+            return
         candidates = F.late_orphan_candidates(
             conn,
             source.name,
