@@ -97,7 +97,7 @@ def test_valid_deliveries_survive_a_stream_of_hostile_ones(receiver: str, engine
     assert {s for s, _ in reasons} >= {"\\x00", "github", "stripe"}
     messages = {r for _, r in reasons}
     assert "header Content-Type is longer than 255 characters" in messages
-    assert any(m.startswith("event id 'evt_\\\\x00nul' contains a NUL byte") for m in messages)
+    assert any(m.startswith("event id 'evt_\\x00nul' contains a NUL byte") for m in messages)
     assert any(m.startswith("event type 'xxx") for m in messages)
 
 

@@ -7,6 +7,7 @@ the transaction that also holds other requests' events. The limits are the colum
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from sqlalchemy import String
@@ -44,12 +45,13 @@ def _shown(value: str) -> str:
     return escape_control(value, SHOWN)
 
 
+_ID_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def _control(value: str) -> str | None:
     """The first control character of an identifier, escaped; None when there is none."""
-    for char in value:
-        if ord(char) < 0x20 or ord(char) == 0x7F:
-            return escape_control(char)
-    return None
+    found = _ID_CONTROL.search(value)
+    return escape_control(found.group()) if found else None
 
 
 def event_problem(
@@ -61,11 +63,11 @@ def event_problem(
         if value is None:
             continue
         if "\x00" in value:
-            return f"{label} {_shown(value)!r} contains a NUL byte"
+            return f"{label} '{_shown(value)}' contains a NUL byte"
         if attribute in ("event_id", "delivery_id") and (char := _control(value)):
-            return f"{label} {_shown(value)!r} contains a control character ({char})"
+            return f"{label} '{_shown(value)}' contains a control character ({char})"
         if len(value) > limit:
-            return f"{label} {_shown(value)!r} is longer than {limit} characters"
+            return f"{label} '{_shown(value)}' is longer than {limit} characters"
     if content_type is not None:
         if "\x00" in content_type:
             return "header Content-Type contains a NUL byte"
