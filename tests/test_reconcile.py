@@ -1894,3 +1894,28 @@ def test_postgres_business_checks_run_read_only_within_a_statement_timeout(
     finally:
         with scenario.engine.begin() as conn:
             conn.exec_driver_sql("DROP SEQUENCE IF EXISTS t_hl_seq")
+
+
+def test_a_listing_read_as_one_connected_account_makes_no_false_orphans(scenario: Scenario) -> None:
+    """account = "acct_X": only inbox events of that account are compared with its listing."""
+    data = scenario.settings.model_dump(exclude_unset=True)
+    data["sources"][0]["account"] = "acct_X"
+    settings = parse_settings(data, "<test>")
+    at = datetime.now(UTC) - timedelta(minutes=30)
+    for event_id, account in (("evt_acct_x", "acct_X"), ("evt_acct_other", "acct_other")):
+        body = json.dumps(
+            {
+                "id": event_id,
+                "object": "event",
+                "type": "charge.succeeded",
+                "account": account,
+                "created": int((at - timedelta(hours=2)).timestamp()),
+                "data": {"object": {"id": f"ch_{event_id}", "object": "charge"}},
+            }
+        ).encode()
+        with scenario.engine.begin() as conn:
+            store_items(conn, [IncomingEvent("stripe", parse_stripe({}, body), body, {}, at)])
+    assert Reconciler(scenario.engine, settings).run("stripe").status == "succeeded"
+    orphans = {r for k, r, _ in scenario.found() if k == "orphaned"}
+    # the sandbox's events carry no account, so the forgeries without one are not compared either
+    assert orphans == {"evt_acct_x"}

@@ -31,6 +31,7 @@ _PARSED_FIELDS = (
     ("object type", "object_type", _length("object_type")),
     ("object id", "object_id", _length("object_id")),
     ("API version", "api_version", _length("api_version")),
+    ("account", "account", _length("account")),
 )
 CONTENT_TYPE_LENGTH = _length("content_type")
 SOURCE_LENGTH = _length("source", DELIVERIES)

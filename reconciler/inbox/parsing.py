@@ -43,6 +43,7 @@ class ParsedEvent:
     object_id: str | None = None
     occurred_at: datetime | None = None
     api_version: str | None = None
+    account: str | None = None  # Stripe Connect: the connected account the event belongs to
 
 
 class BadPayload(RejectedDelivery):
@@ -136,6 +137,7 @@ def parse_stripe(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
         object_id=_text(obj.get("id")),
         occurred_at=_epoch(doc.get("created")),
         api_version=_text(doc.get("api_version")),
+        account=_text(doc.get("account")),
     )
 
 

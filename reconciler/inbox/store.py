@@ -69,6 +69,7 @@ def _event_row(item: IncomingEvent) -> dict[str, Any]:
         "object_id": p.object_id,
         "occurred_at": p.occurred_at,
         "api_version": p.api_version,
+        "account": p.account,
         "body": item.body,
         "content_type": item.content_type,
         "headers": item.headers,

@@ -630,7 +630,7 @@ class Reconciler:
                 tally,
                 seen_rows,
                 before_anti_join=fresh_seen_statistics,
-                scope=F.listed_types(source.event_types),
+                scope=F.listed_scope(source.event_types, source.account),
             )
             summary.add(DiscrepancyKind.ORPHANED, orphans)
         stuck, dead = F.record_stuck_and_dead(
@@ -674,7 +674,7 @@ class Reconciler:
             now,
             grace,
             start,
-            F.listed_types(source.event_types),
+            F.listed_scope(source.event_types, source.account),
             LATE_ORPHAN_CHECKS + 1,
         )
         if not scan.dry_run and conn.in_transaction():

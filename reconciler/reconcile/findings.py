@@ -353,9 +353,15 @@ def _not_seen(conn: Connection, source: str, *, whole_inbox: bool) -> Any:
 CLOCK_SKEW = timedelta(hours=1)
 
 
-def listed_types(patterns: Sequence[str]) -> Any:
-    """The inbox events a listing filtered to these event types can return (``true`` when it is not
-    filtered). Stripe's ``types[]`` takes ``*`` wildcards (``invoice.*``), which become LIKE patterns."""
+def listed_scope(patterns: Sequence[str], account: str | None = None) -> Any:
+    """The inbox events a listing can return: of these event types (all when there are none; Stripe's
+    ``types[]`` takes ``*`` wildcards, which become LIKE patterns), and of the one connected account
+    it is read as (Stripe ``account``: the ``Stripe-Account`` header)."""
+    types = _listed_types(patterns)
+    return types if account is None else and_(types, E.c.account == account)
+
+
+def _listed_types(patterns: Sequence[str]) -> Any:
     if not patterns:
         return true()
     terms: list[Any] = []
@@ -385,7 +391,7 @@ def record_orphans(
     against the ids the scan saw (``recon_seen``), never a set in memory. On PostgreSQL the scan's
     ``tally`` first answers the usual case, a window without orphans, with one count over the window
     (:func:`_listed_all`). ``before_anti_join`` runs just before the anti-join, if it runs.
-    ``scope``: what the listing can return (:func:`listed_types`); other events are never orphans."""
+    ``scope``: what the listing can return (:func:`listed_scope`); other events are never orphans."""
     scope = true() if scope is None else scope
     window = and_(
         E.c.origin == EventOrigin.WEBHOOK,

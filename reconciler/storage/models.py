@@ -94,6 +94,8 @@ class InboxEvent(Base):
     object_id: Mapped[str | None] = mapped_column(String(255))
     occurred_at: Mapped[datetime | None]  # the provider's own timestamp of the event
     api_version: Mapped[str | None] = mapped_column(String(64))
+    # Stripe Connect: the connected account (the listing of a source with `account` holds only its)
+    account: Mapped[str | None] = mapped_column(String(255))
     body: Mapped[bytes] = mapped_column(LargeBinary)  # exactly as received: signatures cover it
     content_type: Mapped[str | None] = mapped_column(String(255))
     headers: Mapped[dict[str, Any]]  # relevant headers, signature values masked
