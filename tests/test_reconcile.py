@@ -1814,6 +1814,7 @@ def test_a_filtered_listing_makes_no_false_orphans(scenario: Scenario) -> None:
     assert missing == set(scenario.dropped) & paid
 
 
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)  # SQLite does not go away
 def test_postgres_the_database_going_away_mid_run_fails_the_run_in_one_line(
     scenario: Scenario, db_url: str
 ) -> None:
@@ -1824,8 +1825,6 @@ def test_postgres_the_database_going_away_mid_run_fails_the_run_in_one_line(
     from reconciler.errors import DatabaseError
     from reconciler.storage.engine import make_engine
 
-    if scenario.engine.dialect.name != "postgresql":
-        pytest.skip("SQLite is a local file: it does not go away")
     sep = "&" if "?" in db_url else "?"
     victim = make_engine(f"{db_url}{sep}application_name=hl_victim")
     pages = []
@@ -1857,6 +1856,7 @@ def test_postgres_the_database_going_away_mid_run_fails_the_run_in_one_line(
     assert scenario.found() == scenario.expected
 
 
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 @pytest.mark.parametrize(
     ("where", "reason"),
     [
@@ -1871,8 +1871,6 @@ def test_postgres_business_checks_run_read_only_within_a_statement_timeout(
 
     from reconciler.errors import ConfigError
 
-    if scenario.engine.dialect.name != "postgresql":
-        pytest.skip("READ ONLY transactions and statement timeouts are PostgreSQL's")
     with scenario.engine.begin() as conn:
         conn.exec_driver_sql("CREATE SEQUENCE IF NOT EXISTS t_hl_seq")
     data = scenario.settings.model_dump(exclude_unset=True)
