@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy.engine import make_url
 
 from reconciler.cli.main import main
 from reconciler.config import parse_settings
@@ -83,12 +83,10 @@ def test_an_unreachable_database_is_one_line_naming_it_with_the_password_masked(
 
 
 def test_a_nonexistent_database_names_the_drivers_reason(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, pg_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = os.environ.get("HOOKLEDGER_TEST_POSTGRES_URL")
-    if not base:
-        pytest.skip("HOOKLEDGER_TEST_POSTGRES_URL is not set")
-    url = base.rsplit("/", 1)[0] + "/hookledger_no_such_database"
+    url = make_url(pg_url).set(database="hookledger_no_such_database", query={})
+    url = url.render_as_string(hide_password=False)
     assert main(["export", "-o", "-", "--config", _config(tmp_path, url)]) == 2
     line = _one_line(capsys.readouterr().err)
     assert 'database "hookledger_no_such_database" does not exist' in line
