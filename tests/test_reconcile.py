@@ -1917,3 +1917,31 @@ def test_a_listing_read_as_one_connected_account_makes_no_false_orphans(scenario
     orphans = {r for k, r, _ in scenario.found() if k == "orphaned"}
     # the sandbox's events carry no account, so the forgeries without one are not compared either
     assert orphans == {"evt_acct_x"}
+
+
+def test_events_the_scan_listed_inside_the_grace_period_are_not_asked_again(
+    scenario: Scenario,
+) -> None:
+    """The delivered events arrived moments before the first run (inside its grace period) and the
+    scan listed them: the next run asks the provider about none of them, only about what is new."""
+    from connectors.factory import build_connector
+
+    asked: list[str] = []
+
+    def counting(source: Any) -> Any:
+        connector = build_connector(source)
+        real = connector.fetch_event
+
+        def fetch_event(event_id: str) -> Any:
+            asked.append(event_id)
+            return real(event_id)
+
+        connector.fetch_event = fetch_event  # type: ignore[method-assign]
+        return connector
+
+    assert scenario.reconciler().run("stripe").status == "succeeded"
+    later = datetime.now(UTC) + timedelta(minutes=20)
+    _forge(scenario.engine, "evt_forged_new", "charge.succeeded", later - timedelta(minutes=10))
+    second = scenario.reconciler(clock=lambda: later, connector_factory=counting).run("stripe")
+    assert second.status == "succeeded" and asked == ["evt_forged_new"]
+    assert ("orphaned", "evt_forged_new", "") in scenario.found()

@@ -83,6 +83,8 @@ class RunSummary:
     detection_delay_median_seconds: float | None = None
     detection_delay_max_seconds: float | None = None
     error: str | None = None
+    # the oldest webhook event inside the grace period the scan did not list (orphan watermark)
+    unlisted_since: datetime | None = None
 
     def add(self, kind: DiscrepancyKind, n: int = 1) -> None:
         if n:
@@ -645,6 +647,9 @@ class Reconciler:
         )
         if open_kinds & set(BUSINESS_KINDS):
             summary.resolved += self._resolve_business(conn, biz, source, checks, run_id, now)
+        if source.kind != "shopify":  # (read before the seen ids go)
+            scope = F.listed_scope(source.event_types, source.account)
+            summary.unlisted_since = F.first_unlisted_in_grace(conn, source.name, now, grace, scope)
         conn.execute(delete(RECON_SEEN).where(RECON_SEEN.c.source == source.name))
         delays = F.detection_delays(conn, run_id)
         if delays is not None:
@@ -659,12 +664,15 @@ class Reconciler:
         conn, now, grace = scan.conn, scan.now, scan.grace
         if source.kind == "shopify" or not scan.connector.confirms_event_ids:
             return
+        # Settled up to now, except events inside the grace period the scan did not list yet: the
+        # next run checks from the oldest of those (events it lists are settled again by listing).
+        unlisted = scan.summary.unlisted_since
+        settled = now if unlisted is None else unlisted - timedelta(microseconds=1)
         checked_until = F.orphan_watermark(conn, source.name)
         if checked_until is None:
-            # The source's first checked run: its window's anti-join judged what came before; from
-            # here on every webhook event received is checked once.
+            # The source's first checked run: its window's anti-join judged what came before.
             if not scan.dry_run:  # (in the transaction the read above began)
-                F.save_orphan_watermark(conn, source.name, now - grace, scan.summary.run_id)
+                F.save_orphan_watermark(conn, source.name, settled, scan.summary.run_id)
                 conn.commit()
             return
         candidates = F.late_orphan_candidates(
@@ -679,9 +687,11 @@ class Reconciler:
         )
         if not scan.dry_run and conn.in_transaction():
             conn.commit()  # no read transaction held open while the provider is asked
-        watermark = now - grace
+        watermark = settled
         if len(candidates) > LATE_ORPHAN_CHECKS:
-            watermark = candidates[LATE_ORPHAN_CHECKS][1] - timedelta(microseconds=1)
+            watermark = min(
+                watermark, candidates[LATE_ORPHAN_CHECKS][1] - timedelta(microseconds=1)
+            )
             candidates = candidates[:LATE_ORPHAN_CHECKS]
         unknown = []
         for event_id, received_at in candidates:
@@ -696,7 +706,7 @@ class Reconciler:
                     exc.__class__.__name__,
                     extra={"source": source.name},
                 )
-                watermark = received_at - timedelta(microseconds=1)
+                watermark = min(watermark, received_at - timedelta(microseconds=1))
                 break
         tx = None if scan.dry_run else conn.begin()
         found = F.record_orphans_by_id(conn, source.name, scan.summary.run_id, now, unknown)

@@ -493,6 +493,23 @@ def late_orphan_candidates(
     return [(str(r.event_id), r.received_at) for r in rows]
 
 
+def first_unlisted_in_grace(
+    conn: Connection, source: str, now: datetime, grace: timedelta, scope: Any
+) -> datetime | None:
+    """When the oldest webhook event still inside the grace period arrived that the scan did not
+    list (None: every one was listed). Events the scan listed are settled; the unlisted ones are
+    judged by a later run, which starts its per-event checks from here."""
+    return conn.execute(
+        select(func.min(E.c.received_at)).where(
+            E.c.source == source,
+            E.c.origin == EventOrigin.WEBHOOK,
+            E.c.received_at > now - grace,
+            scope,
+            _not_seen(conn, source, whole_inbox=False),
+        )
+    ).scalar()
+
+
 def record_orphans_by_id(
     conn: Connection, source: str, run_id: str, now: datetime, event_ids: Sequence[str]
 ) -> int:
