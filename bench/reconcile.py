@@ -8,9 +8,12 @@ Arms, each in a fresh process (so its peak RSS is its own), interleaved over the
 - ``reconcile``: ``Reconciler.run(full=True)`` (the real thing: pages, batched lookups, upserts);
 - ``lookup``: page the source and run one SELECT per event (how simple checkers work);
 - ``pandas``: load every source event and the whole inbox into pandas and merge.
+- ``baseline`` (with ``--baseline PATH``): the ``reconcile`` arm of another checkout (a ``git
+  worktree`` of an earlier commit), on the same data in the same rounds: a paired old/new ratio.
 1% of the events are withheld from the inbox: every arm but ``bare`` must report the same missing count.
 
     python bench/reconcile.py --sizes 10000 100000 --rounds 5 [--no-postgres | --no-sqlite]
+    git worktree add /tmp/before <commit> && python bench/reconcile.py --baseline /tmp/before --arms reconcile baseline
     python bench/reconcile.py --sizes 1000000 --rounds 3 --lookup-rounds 1
 """
 
@@ -36,7 +39,7 @@ from bench.common import PYTHON, ROOT, free_port, median, pg_schema, pinned, pro
 from reconciler.process import freeze_startup_objects
 
 KEY = "sk_test_sandbox"
-ARMS = ("bare", "bare_orjson", "reconcile", "lookup", "pandas")
+ARMS = ("bare", "bare_orjson", "reconcile", "lookup", "pandas", "baseline")
 
 
 def page_events(sandbox: str, decode: Any = None) -> Any:
@@ -109,7 +112,7 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
     if not name.startswith("bare"):
         from sqlalchemy.engine import make_url
 
-        import reconciler.reconcile.engine  # noqa: F401
+        import reconciler.reconcile.run  # noqa: F401
 
         make_url(db).get_dialect().import_dbapi()  # the database driver (psycopg: ~0.15 s here)
     # Every arm then starts as `hookledger reconcile` does once loaded: the start-up heap frozen, out
@@ -124,7 +127,7 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
         count = sum(len(page) for page in page_events(sandbox, orjson.loads))
     elif name == "reconcile":
         from reconciler.config import parse_settings
-        from reconciler.reconcile.engine import Reconciler
+        from reconciler.reconcile.run import Reconciler
         from reconciler.storage.engine import make_engine
 
         os.environ["BENCH_KEY"] = KEY
@@ -195,12 +198,16 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
     }
 
 
-def run_child(name: str, db: str, sandbox: str) -> dict[str, Any]:
+def run_child(name: str, db: str, sandbox: str, baseline: Path | None = None) -> dict[str, Any]:
+    script, cwd = Path(__file__), ROOT
+    if name == "baseline":  # the other checkout's own reconcile arm, importing its own code
+        assert baseline is not None
+        script, cwd, name = baseline / "bench" / "reconcile.py", baseline, "reconcile"
     out = subprocess.run(
-        pinned(1, [PYTHON, __file__, "--arm", name, "--db", db, "--sandbox", sandbox]),
+        pinned(1, [PYTHON, str(script), "--arm", name, "--db", db, "--sandbox", sandbox]),
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
     )
     if out.returncode != 0:
         raise SystemExit(f"arm {name} failed:\n{out.stderr[-3000:]}")
@@ -220,6 +227,12 @@ def main() -> None:
         type=int,
         help="rounds of the one-lookup-per-event arm (default: all; at 1M one takes 2-4 minutes)",
     )
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout whose reconcile arm runs as 'baseline'"
+    )
+    parser.add_argument(
+        "--arms", nargs="+", choices=ARMS, help="the arms to run (default: all but baseline)"
+    )
     parser.add_argument("--arm", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--sandbox", help=argparse.SUPPRESS)
@@ -227,6 +240,9 @@ def main() -> None:
     if args.arm:
         print(json.dumps(arm(args.arm, args.db, args.sandbox)))
         return
+    arms = tuple(args.arms or [a for a in ARMS if a != "baseline" or args.baseline])
+    if "baseline" in arms and args.baseline is None:
+        parser.error("the baseline arm needs --baseline PATH")
     table = []
     for n in args.sizes:
         port = free_port()
@@ -246,59 +262,77 @@ def main() -> None:
             for dialect, ctx in dbs.items():
                 db = ctx.__enter__()
                 try:
-                    withheld = populate(db, url)
-                    results: dict[str, list[dict[str, Any]]] = {a: [] for a in ARMS}
-                    for r in range(args.rounds):
-                        order = ARMS[r % len(ARMS) :] + ARMS[: r % len(ARMS)]
-                        ran = []
-                        for a in order:
-                            if a == "lookup" and r >= (args.lookup_rounds or args.rounds):
-                                continue
-                            results[a].append(run_child(a, db, url))
-                            ran.append(a)
-                        print(
-                            f"n={n} {dialect} round {r + 1}: "
-                            + ", ".join(
-                                f"{a} {results[a][-1]['seconds']:.2f}s" for a in ARMS if a in ran
-                            ),
-                            flush=True,
-                        )
-                    counts = {a: {x["count"] for x in results[a]} for a in ARMS}
-                    if (
-                        counts["bare"] != {n}
-                        or counts["bare_orjson"] != {n}
-                        or any(counts[a] != {withheld} for a in ("reconcile", "lookup", "pandas"))
-                    ):
-                        raise SystemExit(f"arms disagree: {counts} (withheld {withheld})")
-                    row = {"n": n, "db": dialect}
-                    # Arms of one round run next to each other: the median of the per-round ratios
-                    # is less exposed to this machine's speed drifting between rounds.
-                    row["paired_ratio"] = median(
-                        [
-                            x["seconds"] / y["seconds"]
-                            for x, y in zip(results["reconcile"], results["bare"], strict=True)
-                        ]
-                    )
-                    for a in ARMS:
-                        row[f"{a}_s"] = median([x["seconds"] for x in results[a]])
-                        row[f"{a}_mb"] = max(x["maxrss_mb"] for x in results[a])
-                    table.append(row)
+                    table.append(measure(args, arms, n, dialect, db, url))
                 finally:
                     ctx.__exit__(None, None, None)
+    report(table, arms)
+
+
+def measure(
+    args: argparse.Namespace, arms: tuple[str, ...], n: int, dialect: str, db: str, url: str
+) -> dict[str, Any]:
+    """Every arm, interleaved over the rounds, on one populated database."""
+    withheld = populate(db, url)
+    results: dict[str, list[dict[str, Any]]] = {a: [] for a in arms}
+    for r in range(args.rounds):
+        order = arms[r % len(arms) :] + arms[: r % len(arms)]
+        ran = []
+        for a in order:
+            if a == "lookup" and r >= (args.lookup_rounds or args.rounds):
+                continue
+            results[a].append(run_child(a, db, url, args.baseline))
+            ran.append(a)
+        print(
+            f"n={n} {dialect} round {r + 1}: "
+            + ", ".join(f"{a} {results[a][-1]['seconds']:.2f}s" for a in arms if a in ran),
+            flush=True,
+        )
+    expected = {a: {n} if a.startswith("bare") else {withheld} for a in arms}
+    counts = {a: {x["count"] for x in results[a]} for a in arms}
+    if counts != expected:
+        raise SystemExit(f"arms disagree: {counts} (withheld {withheld})")
+    row: dict[str, Any] = {"n": n, "db": dialect}
+    # Arms of one round run next to each other: the median of the per-round ratios is less exposed
+    # to this machine's speed drifting between rounds.
+    for a, b in (("reconcile", "bare"), ("reconcile", "baseline")):
+        if a in arms and b in arms:
+            ratios = [
+                x["seconds"] / y["seconds"] for x, y in zip(results[a], results[b], strict=True)
+            ]
+            row[f"{a}/{b}"] = (median(ratios), min(ratios), max(ratios))
+    for a in arms:
+        row[f"{a}_s"] = median([x["seconds"] for x in results[a]])
+        row[f"{a}_mb"] = max(x["maxrss_mb"] for x in results[a])
+    return row
+
+
+def report(table: list[dict[str, Any]], arms: tuple[str, ...]) -> None:
+    pairs = [k for k in ("reconcile/bare", "reconcile/baseline") if table and k in table[0]]
     print(
-        f"\n{'n':>8} {'db':<10} {'bare s':>8} {'reconcile s':>12} {'ratio':>6} {'bare orjson s':>14} {'ratio':>6} "
-        f"{'lookup s':>9} {'pandas s':>9} {'reconcile MB':>13} {'pandas MB':>10} {'paired ratio':>13}"
+        f"\n{'n':>8} {'db':<10} "
+        + " ".join(f"{a + ' s':>12}" for a in arms)
+        + " "
+        + " ".join(f"{a + ' MB':>14}" for a in arms if a in ("reconcile", "baseline", "pandas"))
+        + " "
+        + " ".join(f"{p + ' paired (range)':>32}" for p in pairs)
     )
     for row in table:
         print(
-            f"{row['n']:>8} {row['db']:<10} {row['bare_s']:>8.2f} {row['reconcile_s']:>12.2f} "
-            f"{row['reconcile_s'] / row['bare_s']:>6.2f} {row['bare_orjson_s']:>14.2f} "
-            f"{row['reconcile_s'] / row['bare_orjson_s']:>6.2f} {row['lookup_s']:>9.2f} {row['pandas_s']:>9.2f} "
-            f"{row['reconcile_mb']:>13.0f} {row['pandas_mb']:>10.0f} {row['paired_ratio']:>13.2f}"
+            f"{row['n']:>8} {row['db']:<10} "
+            + " ".join(f"{row[a + '_s']:>12.2f}" for a in arms)
+            + " "
+            + " ".join(
+                f"{row[a + '_mb']:>14.0f}" for a in arms if a in ("reconcile", "baseline", "pandas")
+            )
+            + " "
+            + " ".join(
+                f"{row[p][0]:>14.2f} ({row[p][1]:.2f}-{row[p][2]:.2f})".rjust(32) for p in pairs
+            )
         )
     print(
-        "paired ratio: the median of each round's reconcile / bare\n"
-        "goals: ratio <= 1.3; reconcile peak RSS < 100 MB at 1M and <= 1.25x the 10k figure; faster than lookup and pandas at 1M"
+        "paired: the median (and range) of each round's ratio of the two arms\n"
+        "goals: reconcile/bare <= 1.3; reconcile peak RSS < 100 MB at 1M and <= 1.25x the 10k figure; "
+        "faster than lookup and pandas at 1M; reconcile/baseline within 1.1 after a restructuring"
     )
 
 

@@ -69,6 +69,32 @@ class Page:
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What a provider's API can tell the reconciler: asked by the reconciler, which never compares
+    a source's kind with a provider's name."""
+
+    # Its list returns every event it sent (False: only the current objects, as Shopify's resources),
+    # so an inbox event it does not list can be an orphan.
+    lists_events: bool = True
+    # Each listed record carries the provider's own delivery attempts (GitHub's hook deliveries):
+    # a missing event's cause can be told from them.
+    delivery_log: bool = False
+    # fetch_event answers NotFoundError only for an id the provider never had (within retention):
+    # the reconciler may then call an inbox event it cannot find an orphan.
+    confirms_event_ids: bool = False
+    # Where the object sits in a listed record's payload (Stripe events: data.object); empty: the
+    # payload is the object.
+    object_path: tuple[str, ...] = ()
+
+    def object_of(self, record: Record) -> Mapping[str, Any]:
+        """The source object a record describes."""
+        value: Any = record.payload
+        for step in self.object_path:
+            value = value.get(step) if isinstance(value, Mapping) else None
+        return value if isinstance(value, Mapping) and self.object_path else record.payload
+
+
+@dataclass(frozen=True)
 class ScanOptions:
     now: datetime
     initial_lookback: timedelta = field(default=timedelta(hours=72))
@@ -78,9 +104,7 @@ class ScanOptions:
 
 class Connector(Protocol):
     source: str
-    # fetch_event answers NotFoundError only for an id the provider never had (within retention):
-    # the reconciler may then call an inbox event it cannot find an orphan.
-    confirms_event_ids: bool
+    capabilities: Capabilities
 
     @property
     def retention(self) -> timedelta | None:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from connectors.base import Cursor, Page, Record, ScanOptions
+from connectors.base import Capabilities, Cursor, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, parse_link_header, redact_url
 from connectors.paging import PageGuard, PageShape
@@ -40,7 +40,7 @@ def _time(value: Any) -> datetime | None:
 
 
 class GenericConnector:
-    confirms_event_ids = False  # an arbitrary API's GET by id may not exist
+    capabilities = Capabilities()  # an arbitrary API's GET by id may not exist
 
     def __init__(self, source: SourceSettings, client: ProviderClient) -> None:
         if not source.list_url:

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from connectors.base import Cursor, DeliveryAttempt, Page, Record, ScanOptions
+from connectors.base import Capabilities, Cursor, DeliveryAttempt, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, NotFoundError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url
 from connectors.paging import PageGuard, PageShape
@@ -81,7 +81,8 @@ def app_jwt(app_id: int, private_key: str, now: float | None = None) -> str:
 
 
 class GitHubConnector:
-    confirms_event_ids = True  # a GUID is looked up in the hook's delivery list
+    # a GUID is looked up in the hook's delivery list, which records every attempt
+    capabilities = Capabilities(delivery_log=True, confirms_event_ids=True)
 
     def __init__(
         self,

@@ -16,7 +16,7 @@ from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any
 
-from connectors.base import Cursor, Page, Record, ScanOptions
+from connectors.base import Capabilities, Cursor, Page, Record, ScanOptions
 from connectors.errors import UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url, require
 from connectors.paging import PageGuard, PageShape
@@ -51,7 +51,8 @@ def resource_record(resource: str, item: Mapping[str, Any]) -> Record:
 
 
 class ShopifyConnector:
-    confirms_event_ids = False  # Shopify lists no webhook deliveries
+    # Shopify lists current resources, not the webhooks it sent
+    capabilities = Capabilities(lists_events=False)
 
     def __init__(
         self,

@@ -20,7 +20,7 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from connectors.base import Cursor, Gap, Page, Record, ScanOptions
+from connectors.base import Capabilities, Cursor, Gap, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
 from connectors.paging import PageGuard, PageShape
@@ -82,7 +82,8 @@ def object_path(object_type: str, object_id: str) -> str:
 
 
 class StripeConnector:
-    confirms_event_ids = True  # GET /v1/events/{id}: 404 for an id Stripe never had
+    # GET /v1/events/{id}: 404 for an id Stripe never had; an event carries its object in data.object
+    capabilities = Capabilities(confirms_event_ids=True, object_path=("data", "object"))
 
     def __init__(
         self,

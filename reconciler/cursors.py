@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, select, update
 
-from reconciler.storage.dialect import PrecompiledWrite, insert_for
+from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import CURSORS
 from reconciler.storage.types import utcnow
 
@@ -35,18 +35,15 @@ def cursor_upsert(stmt: Any) -> Any:
     )
 
 
-def _cursor_upsert(conn: Connection) -> Any:
-    return cursor_upsert(insert_for(conn, CURSORS))
-
-
-_CURSOR_WRITE = PrecompiledWrite(_cursor_upsert)
-
-
 def save_cursor(
     conn: Connection, source: str, position: Mapping[str, Any], run_id: str | None = None
 ) -> None:
-    row = {"source": source, "position": dict(position), "updated_at": utcnow(), "run_id": run_id}
-    _CURSOR_WRITE.execute(conn, [row])
+    """Move the source's cursor. An UPDATE first: it is what a scan does every page, and unlike
+    the dialects' INSERT ... ON CONFLICT it is compiled once and cached by SQLAlchemy."""
+    values = {"position": dict(position), "updated_at": utcnow(), "run_id": run_id}
+    moved = conn.execute(update(CURSORS).where(CURSORS.c.source == source).values(**values))
+    if not moved.rowcount:
+        conn.execute(cursor_upsert(insert_for(conn, CURSORS).values(source=source, **values)))
 
 
 def clear_cursor(conn: Connection, source: str) -> None:

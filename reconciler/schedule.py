@@ -22,7 +22,7 @@ from reconciler.config import Settings
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.inbox.metrics import oldest_unprocessed
 from reconciler.ops.rollup import record_snapshot_hourly, roll_up
-from reconciler.reconcile.engine import Reconciler, RunSummary, reconcilable_sources
+from reconciler.reconcile.run import Reconciler, RunSummary, reconcilable_sources
 from reconciler.storage.models import QUEUE_SNAPSHOTS
 from reconciler.storage.types import utcnow
 

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, insert, select, text
 
-from reconciler.reconcile.seen import scan_start
+from reconciler.reconcile.store import open_store
 from reconciler.storage.migrate import alembic_config, current_revision, head_revision, upgrade
 from reconciler.storage.models import RECON_SEEN, Base
+
+
+def scan_start(conn: Any, source: str) -> Any:
+    """The oldest record the source's current scan has seen."""
+    return open_store(conn, source, "-", datetime.now(UTC), dry_run=True).window()[0]
 
 
 def test_migrations_match_models_and_rerun_is_safe(engine: Engine) -> None:

@@ -43,8 +43,8 @@ from reconciler.inbox.parsing import parse_stripe
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.inbox.worker import Worker
-from reconciler.reconcile.engine import Reconciler
 from reconciler.reconcile.lease import acquire
+from reconciler.reconcile.run import Reconciler
 from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS, RECON_RUNS, RECON_SEEN
 from tests.conftest import RunningServer, start_server
 
@@ -291,7 +291,7 @@ def scenario(db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.Monkey
 def test_detection_delays_are_the_median_and_maximum_of_the_runs_own_first_findings(
     engine: Engine, delays: list[float]
 ) -> None:
-    from reconciler.reconcile.findings import detection_delays
+    from reconciler.reconcile.store import open_store
 
     now = datetime.now(UTC)
 
@@ -318,7 +318,7 @@ def test_detection_delays_are_the_median_and_maximum_of_the_runs_own_first_findi
     with engine.begin() as conn:
         conn.execute(insert(DISCREPANCIES), rows)
     with engine.connect() as conn:
-        got = detection_delays(conn, "run")
+        got = open_store(conn, "stripe", "run", now, dry_run=True).detection_delays()
     if not delays:
         assert got is None
     else:
@@ -417,6 +417,14 @@ def test_fixing_a_problem_resolves_it_on_the_next_run(scenario: Scenario, serve:
     assert summary.resolved >= len(fixed)
 
 
+def _stopping(scenario: Scenario, pages: int) -> Reconciler:
+    """A reconciler whose source fails after ``pages`` pages (a run that dies mid-scan)."""
+    from connectors.factory import build_connector
+    from connectors.testing import StopsAfter
+
+    return scenario.reconciler(connector_factory=lambda s: StopsAfter(build_connector(s), pages))
+
+
 @pytest.mark.parametrize("stop_after", [1, 3])
 def test_a_run_interrupted_after_page_p_then_resumed_equals_one_run(
     scenario: Scenario, stop_after: int
@@ -424,7 +432,7 @@ def test_a_run_interrupted_after_page_p_then_resumed_equals_one_run(
     from reconciler.errors import HookledgerError
 
     with pytest.raises(HookledgerError, match="stopped after"):
-        scenario.reconciler().run("stripe", stop_after_pages=stop_after)
+        _stopping(scenario, stop_after).run("stripe")
     with scenario.engine.connect() as conn:
         runs = conn.execute(select(RECON_RUNS.c.status, RECON_RUNS.c.records_scanned)).all()
         seen = sum(
@@ -488,9 +496,9 @@ def test_an_unlisted_event_from_before_the_window_is_not_an_orphan(scenario: Sce
 def test_pages_split_into_several_lookups_and_seen_rows_find_the_same(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reconciler.reconcile import seen
+    from reconciler.reconcile.store.base import ScanStore
 
-    monkeypatch.setattr(seen, "LOOKUP_CHUNK", 7)  # several statements and recon_seen rows a page
+    monkeypatch.setattr(ScanStore, "lookup_chunk", 7)  # several statements and seen rows a page
     scenario.reconciler().run("stripe")
     assert scenario.found() == scenario.expected
 
@@ -500,9 +508,9 @@ def test_sqlite_without_json_functions_is_refused_before_anything_is_written(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from reconciler.errors import ConfigError
-    from reconciler.reconcile import seen
+    from reconciler.reconcile.store import sqlite
 
-    monkeypatch.setattr(seen, "SQLITE_JSON", False)
+    monkeypatch.setattr(sqlite, "SQLITE_JSON", False)
     with pytest.raises(ConfigError, match=r"no JSON functions \(json_each\)"):
         scenario.reconciler().run("stripe")
     with scenario.engine.connect() as conn:
@@ -511,13 +519,11 @@ def test_sqlite_without_json_functions_is_refused_before_anything_is_written(
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
-def test_postgres_pages_run_in_autocommit_with_the_scan_settings_and_the_pool_gets_all_back(
-    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+def test_postgres_a_scan_hands_the_pool_its_connections_back_as_they_were(
+    scenario: Scenario,
 ) -> None:
-    from reconciler.reconcile.pages import StatementPages
-
-    during: list[tuple[str, str, bool]] = []
-    lookup = StatementPages.lookup
+    """The scan changes its session's settings for its pages; the pool gets every connection back
+    with the engine's own (RESET would go to the server's defaults and drop force_custom_plan)."""
 
     def settings(c: Any) -> tuple[str, str, bool]:
         return (
@@ -526,30 +532,10 @@ def test_postgres_pages_run_in_autocommit_with_the_scan_settings_and_the_pool_ge
             c.connection.dbapi_connection.autocommit,
         )
 
-    def spy(self: StatementPages, *args: Any) -> set[str]:
-        during.append(settings(self.conn))
-        return lookup(self, *args)
-
-    passes: list[tuple[str, str, bool]] = []
-    after_pages = Reconciler._after_pages
-
-    def spy_passes(self: Reconciler, conn: Any, *args: Any) -> None:
-        passes.append(settings(conn))
-        after_pages(self, conn, *args)
-
-    monkeypatch.setattr(StatementPages, "lookup", spy)
-    monkeypatch.setattr(Reconciler, "_after_pages", spy_passes)
     with scenario.engine.connect() as c:
         session = settings(c)
-    # what the engine sets on connecting (not the server's default, which is "auto")
     assert session == ("on", "force_custom_plan", False)
     scenario.reconciler().run("stripe")
-    assert during and set(during) == {("off", "force_generic_plan", True)}
-    # the passes after the last page plan as the session did before the scan, in one transaction (a
-    # generic plan guessed a third of the inbox for every range: the stuck pass read all of it)
-    assert passes == [session]
-    # and the pool gets its connections back as they were (RESET went to the server's default and
-    # dropped the engine's force_custom_plan)
     pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
     try:
         after = {settings(c) for c in pooled}
@@ -574,7 +560,7 @@ def test_postgres_a_scan_that_ends_early_hands_its_connection_back_as_it_was(
         reconciler.run("stripe", dry_run=True)
     else:
         with pytest.raises(HookledgerError, match="stopped after 1 page"):
-            reconciler.run("stripe", stop_after_pages=1)
+            _stopping(scenario, 1).run("stripe")
     pooled = [scenario.engine.connect() for _ in range(scenario.engine.pool.checkedin())]  # type: ignore[attr-defined]
     try:
         after = {
@@ -598,20 +584,20 @@ def test_postgres_a_page_statement_that_fails_stores_none_of_what_it_carries(
     statement fails, none of it is stored; the run before it stays intact and a rerun completes it."""
     from reconciler.cursors import load_cursor
     from reconciler.errors import DatabaseError
-    from reconciler.reconcile import findings
+    from reconciler.reconcile.store.postgres import PostgresStore
 
-    real = findings.page_write_params
+    real = PostgresStore.write
     cursors: list[dict[str, Any]] = []
 
-    def params(*args: Any) -> dict[str, Any]:
-        out = real(*args)
-        cursors.append(dict(args[-1]))
-        if len(cursors) == 2:  # page 2's: a kind too long for its column fails the statement
-            rows = json.loads(out["findings"])
-            out["findings"] = json.dumps([*rows, {**rows[0], "kind": "k" * 40}] if rows else [{}])
-        return out
+    def write(self: PostgresStore, records: Any, findings: Any, cursor: Any) -> None:
+        real(self, records, findings, cursor)
+        cursors.append(dict(cursor))
+        if len(cursors) == 2 and self.pending:  # page 2's: a kind too long for its column
+            rows = json.loads(self.pending["findings"])
+            bad = [*rows, {**rows[0], "kind": "k" * 40}] if rows else [{}]
+            self.pending["findings"] = json.dumps(bad)
 
-    monkeypatch.setattr(findings, "page_write_params", params)
+    monkeypatch.setattr(PostgresStore, "write", write)
     with pytest.raises(DatabaseError, match="value too long"):  # one line, not a traceback
         scenario.reconciler().run("stripe")
     with scenario.engine.connect() as conn:
@@ -620,37 +606,9 @@ def test_postgres_a_page_statement_that_fails_stores_none_of_what_it_carries(
         first_run = conn.execute(select(func.count()).select_from(DISCREPANCIES)).scalar_one()
     assert seen_rows == 2  # pages 1 and 2; page 3's went with the failed statement
     assert 0 < first_run < len(scenario.expected)
-    monkeypatch.setattr(findings, "page_write_params", real)
+    monkeypatch.setattr(PostgresStore, "write", real)
     scenario.reconciler().run("stripe")
     assert scenario.found() == scenario.expected
-
-
-def test_the_page_write_columns_are_the_rows_columns() -> None:
-    """findings._ROW_KEYS (the page statement's column list) names exactly the keys of a row."""
-    from reconciler.reconcile import findings
-    from reconciler.storage.models import DiscrepancyKind
-
-    now = datetime(2026, 11, 30, tzinfo=UTC)
-    row = findings._rows("s", "r", now, [findings.Finding(DiscrepancyKind.MISSING, "e")])[0]
-    assert tuple(row) == findings._ROW_KEYS
-
-
-def test_one_row_per_natural_key_in_a_page_write() -> None:
-    from reconciler.reconcile.findings import Finding, page_write_params
-    from reconciler.storage.models import DiscrepancyKind
-
-    now = datetime(2026, 11, 30, tzinfo=UTC)
-    twice = [
-        Finding(DiscrepancyKind.DIVERGED, "t:1", field="status", source_value="a"),
-        Finding(DiscrepancyKind.DIVERGED, "t:1", field="status", source_value="b"),
-        Finding(DiscrepancyKind.MISSING, "evt_1", occurred_at=now - timedelta(hours=1)),
-    ]
-    rows = json.loads(page_write_params("s", "r", now, twice, {"after": "x"})["findings"])
-    assert [(r["kind"], r["source_value"]) for r in rows] == [("diverged", "b"), ("missing", None)]
-    assert rows[1]["occurred_at"] == "2026-11-29T23:00:00+00:00"
-    assert rows[1]["detection_delay_seconds"] == 3600.0
-    with pytest.raises(ValueError, match="naive datetime"):
-        page_write_params("s", "r", now, [Finding(DiscrepancyKind.MISSING, "e", recover_by=datetime(2026, 1, 1))], {})  # fmt: skip
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
@@ -1563,7 +1521,7 @@ def test_a_resumed_scan_without_orphans_finds_none(scenario: Scenario) -> None:
 
     _unforge(scenario)
     with pytest.raises(HookledgerError, match="stopped after"):
-        scenario.reconciler().run("stripe", stop_after_pages=2)
+        _stopping(scenario, 2).run("stripe")
     statements = _statements_of(scenario, lambda: scenario.reconciler().run("stripe"))
     assert _anti_join_ran(statements)
     assert scenario.found() == scenario.expected
@@ -1602,7 +1560,10 @@ def test_the_connector_built_alongside_the_runs_start_is_closed_once_run_or_skip
 
 
 def test_resolution_passes_run_only_for_kinds_with_open_discrepancies(scenario: Scenario) -> None:
-    from reconciler.reconcile.findings import open_kinds
+    from reconciler.reconcile.store import open_store
+
+    def open_kinds(conn: Any, source: str) -> set[Any]:
+        return open_store(conn, source, "-", datetime.now(UTC), dry_run=True).open_kinds()
 
     scenario.reconciler().run("stripe")
     with scenario.engine.connect() as conn:

@@ -9,7 +9,7 @@ from reconciler.errors import HookledgerError
 from reconciler.ops import actions
 from reconciler.ops.identity import require_operator
 from reconciler.ops.runs import next_scheduled_run
-from reconciler.reconcile.engine import reconcilable_sources
+from reconciler.reconcile.run import reconcilable_sources
 
 st.title("Runs")
 if not context.guard():

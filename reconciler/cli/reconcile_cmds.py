@@ -111,7 +111,7 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
 
 
 def _sources(settings: Any, names: list[str]) -> list[Any]:
-    from reconciler.reconcile.engine import reconcilable_sources
+    from reconciler.reconcile.run import reconcilable_sources
 
     if not names:
         return reconcilable_sources(settings)
@@ -125,7 +125,7 @@ def _sources(settings: Any, names: list[str]) -> list[Any]:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    from reconciler.reconcile.engine import Reconciler
+    from reconciler.reconcile.run import Reconciler
     from reconciler.storage.engine import make_engine
 
     loaded = load(args)
@@ -338,7 +338,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 def cmd_schedule(args: argparse.Namespace) -> int:
     import signal
 
-    from reconciler.reconcile.engine import Reconciler
+    from reconciler.reconcile.run import Reconciler
     from reconciler.schedule import build_scheduler
     from reconciler.storage.engine import make_engine
 

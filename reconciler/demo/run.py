@@ -56,7 +56,7 @@ from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
 from reconciler.ops.overview import UNPROCESSED
 from reconciler.ops.rollup import roll_up
-from reconciler.reconcile.engine import Reconciler
+from reconciler.reconcile.run import Reconciler
 from reconciler.schedule import snapshot
 from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import upgrade

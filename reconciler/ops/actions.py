@@ -19,7 +19,7 @@ from reconciler.errors import ActionRefusedError, ConfigError, HookledgerError
 from reconciler.inbox.actions import replay_event
 from reconciler.ops.dead_letters import replay_many
 from reconciler.reconcile import actions as recon_actions
-from reconciler.reconcile.engine import Reconciler, RunSummary
+from reconciler.reconcile.run import Reconciler, RunSummary
 from reconciler.storage.engine import make_engine
 from reconciler.storage.models import DiscrepancyStatus
 

@@ -5,16 +5,13 @@ values are always bound parameters. ``where`` is an operator-written SQL filter,
 it once with ``LIMIT 0``.
 
 On PostgreSQL every business read runs in a ``READ ONLY`` transaction with a statement timeout
-(``[business] statement_timeout_seconds``): a ``where`` that calls ``nextval()`` or ``pg_sleep()``
-fails the check, naming it, instead of writing or stalling the run. (SQLite business databases of
-their own are opened with ``query_only``; one shared with the inbox is read in the page's
-transaction.)
+(``[business] statement_timeout_seconds``, see ``store.read_only_session``): a ``where`` that calls
+``nextval()`` or ``pg_sleep()`` fails the check, naming it, instead of writing or stalling the run.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +20,8 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from reconciler.config import CheckSettings, SourceSettings
 from reconciler.errors import ConfigError
+from reconciler.reconcile.judge import BusinessFacts
+from reconciler.reconcile.store import read_only_session
 
 
 @dataclass(frozen=True)
@@ -38,29 +37,6 @@ class BoundCheck:
 
     def scope(self) -> Any:
         return text(f"({self.check.where})") if self.check.where else None
-
-
-@contextlib.contextmanager
-def read_only(conn: Connection, timeout_seconds: float) -> Iterator[Connection]:
-    """PostgreSQL: this session's transactions read-only, each statement bounded in time; the
-    session's settings are put back afterwards (the connection returns to a shared pool)."""
-    if conn.dialect.name != "postgresql":
-        yield conn
-        return
-    conn.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-    conn.exec_driver_sql(f"SET statement_timeout = {max(1, round(timeout_seconds * 1000))}")
-    conn.commit()
-    try:
-        yield conn
-    finally:
-        try:
-            if conn.in_transaction():
-                conn.rollback()
-            conn.exec_driver_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE")
-            conn.exec_driver_sql("RESET statement_timeout")
-            conn.commit()
-        except SQLAlchemyError:
-            conn.invalidate()  # never hand a read-only session back to the pool
 
 
 def _refused(check: BoundCheck, exc: DBAPIError) -> ConfigError:
@@ -93,7 +69,7 @@ def bind_checks(
         item = BoundCheck(source.name, i, check, table)
         if check.where:
             try:
-                with engine.connect() as conn, read_only(conn, timeout_seconds):
+                with engine.connect() as conn, read_only_session(conn, timeout_seconds):
                     conn.execute(
                         select(func.count()).select_from(table).where(item.scope()).limit(0)
                     )
@@ -147,3 +123,10 @@ def duplicated(conn: Connection, check: BoundCheck, keys: Iterable[str]) -> dict
         return {str(value): int(count) for value, count in conn.execute(stmt)}
     except DBAPIError as exc:
         raise _refused(check, exc) from None
+
+
+def facts(conn: Connection, check: BoundCheck, keys: Sequence[str]) -> BusinessFacts:
+    """What the check's table holds for these object ids (the judge's business facts)."""
+    if not keys:
+        return BusinessFacts()
+    return BusinessFacts(rows_by_key(conn, check, keys), duplicated(conn, check, keys))

@@ -27,6 +27,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from reconciler.states import DeliveryOutcome as DeliveryOutcome
+from reconciler.states import DiscrepancyKind as DiscrepancyKind
+from reconciler.states import DiscrepancyStatus as DiscrepancyStatus
+from reconciler.states import ErrorClass as ErrorClass
+from reconciler.states import EventOrigin as EventOrigin
+from reconciler.states import EventStatus as EventStatus
+from reconciler.states import RunStatus as RunStatus
 from reconciler.storage.types import UTCDateTime
 
 NAMING_CONVENTION = {
@@ -39,32 +46,6 @@ NAMING_CONVENTION = {
 
 # BIGINT primary keys on PostgreSQL, INTEGER (rowid alias, autoincrementing) on SQLite.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
-
-
-class EventStatus(enum.StrEnum):
-    PENDING = "pending"
-    PROCESSING = "processing"
-    PROCESSED = "processed"
-    FAILED = "failed"  # last attempt failed, a retry is scheduled at next_attempt_at
-    DEAD = "dead"
-    IGNORED = "ignored"  # no handler and no forward target: nothing to do
-
-
-class EventOrigin(enum.StrEnum):
-    WEBHOOK = "webhook"
-    BACKFILL = "backfill"
-    REPLAY = "replay"
-
-
-class DeliveryOutcome(enum.StrEnum):
-    ACCEPTED = "accepted"
-    DUPLICATE = "duplicate"
-    REJECTED = "rejected"
-
-
-class ErrorClass(enum.StrEnum):
-    TRANSIENT = "transient"
-    PERMANENT = "permanent"
 
 
 def _enum(cls: type[enum.Enum]) -> Enum:
@@ -214,29 +195,6 @@ class OrphanWatermark(Base):
     checked_until: Mapped[datetime]  # every webhook event received up to here was checked
     updated_at: Mapped[datetime]
     run_id: Mapped[str | None] = mapped_column(String(64))
-
-
-class RunStatus(enum.StrEnum):
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    SKIPPED = "skipped"
-
-
-class DiscrepancyKind(enum.StrEnum):
-    MISSING = "missing"
-    DUPLICATE = "duplicate"
-    DIVERGED = "diverged"
-    UNAPPLIED = "unapplied"
-    ORPHANED = "orphaned"
-    STUCK = "stuck"
-    DEAD = "dead"
-
-
-class DiscrepancyStatus(enum.StrEnum):
-    OPEN = "open"
-    RESOLVED = "resolved"
-    IGNORED = "ignored"
 
 
 class ReconRun(Base):

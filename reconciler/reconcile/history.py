@@ -1,0 +1,104 @@
+"""A run's row in ``recon_runs``: recorded when it starts (with the source's lease), finished with
+its summary (and the lease given back)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from reconciler.reconcile.lease import acquire, holder, release
+from reconciler.reconcile.summary import RunSummary
+from reconciler.storage.models import DISCREPANCIES, RECON_RUNS, DiscrepancyStatus, RunStatus
+
+log = logging.getLogger(__name__)
+runs = RECON_RUNS
+
+
+def start(
+    conn: Connection, summary: RunSummary, owner: str, trigger: str, now: datetime, ttl: timedelta
+) -> bool:
+    """Take the source's lease and record the run; False (the run recorded as skipped) when another
+    reconciliation holds it."""
+    if not acquire(conn, summary.source, owner, now, ttl):
+        held = holder(conn, summary.source)
+        summary.status = RunStatus.SKIPPED.value
+        summary.error = "another reconciliation of this source is running" + (
+            f": lease {held.describe()}" if held else ""
+        )
+        _insert(conn, summary, owner, trigger, now, RunStatus.SKIPPED)
+        log.info("%s; skipped", summary.error, extra={"source": summary.source})
+        return False
+    # A run still "running" without the lease died with its process: say so in the history.
+    conn.execute(
+        update(runs)
+        .where(runs.c.source == summary.source, runs.c.status == RunStatus.RUNNING)
+        .values(
+            status=RunStatus.FAILED,
+            finished_at=now,
+            error="abandoned: its process stopped before the run finished",
+        )
+    )
+    _insert(conn, summary, owner, trigger, now, RunStatus.RUNNING)
+    return True
+
+
+def finish(conn: Connection, summary: RunSummary, owner: str, now: datetime) -> None:
+    """The run's outcome and what is open after it; the lease given back."""
+    d = DISCREPANCIES
+    summary.open_after = {
+        str(kind): int(n)
+        for kind, n in conn.execute(
+            select(d.c.kind, func.count())
+            .where(d.c.source == summary.source, d.c.status == DiscrepancyStatus.OPEN)
+            .group_by(d.c.kind)
+        )
+    }
+    conn.execute(
+        update(runs)
+        .where(runs.c.run_id == summary.run_id)
+        .values(
+            status=summary.status,
+            finished_at=now,
+            window_start=summary.window_start,
+            window_end=summary.window_end,
+            records_scanned=summary.records_scanned,
+            counts=summary.found,
+            error=summary.error,
+            detail={
+                "owner": owner,
+                "pages": summary.pages,
+                "resolved": summary.resolved,
+                "gaps": summary.gaps,
+                "detection_delay_median_seconds": summary.detection_delay_median_seconds,
+                "detection_delay_max_seconds": summary.detection_delay_max_seconds,
+            },
+        )
+    )
+    release(conn, summary.source, owner)
+
+
+def _insert(
+    conn: Connection,
+    summary: RunSummary,
+    owner: str,
+    trigger: str,
+    now: datetime,
+    status: RunStatus,
+) -> None:
+    skipped = status is RunStatus.SKIPPED
+    conn.execute(
+        insert(runs).values(
+            run_id=summary.run_id,
+            source=summary.source,
+            trigger=trigger,
+            status=status,
+            started_at=now,
+            finished_at=now if skipped else None,
+            records_scanned=0,
+            counts={},
+            error=summary.error if skipped else None,
+            detail={"owner": owner},
+        )
+    )

@@ -1,0 +1,67 @@
+"""A scan's storage, one implementation per database; the only place that tells them apart.
+
+:func:`open_store` picks the store of a connection's database (``sqlite.SqliteStore``,
+``postgres.PostgresStore``, both :class:`base.ScanStore`); :func:`business_connection` and
+:func:`read_only_session` give the business tables' reads their database's protection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import datetime
+
+from sqlalchemy import Connection, Engine
+
+from reconciler.reconcile.store import postgres, sqlite
+from reconciler.reconcile.store.passes import ClosingPasses, listed_scope
+
+__all__ = [
+    "ClosingPasses",
+    "business_connection",
+    "listed_scope",
+    "open_store",
+    "read_only_session",
+]
+
+
+def _is_postgres(bind: Connection | Engine) -> bool:
+    return bind.dialect.name == "postgresql"
+
+
+def check_ready(engine: Engine) -> None:
+    """A clear error, before anything is written, where the database cannot run a scan."""
+    if not _is_postgres(engine):
+        sqlite.require_json()
+
+
+def open_store(
+    conn: Connection, source: str, run_id: str, now: datetime, *, dry_run: bool
+) -> ClosingPasses:
+    """The scan store of this connection's database."""
+    kind = postgres.PostgresStore if _is_postgres(conn) else sqlite.SqliteStore
+    return kind(conn, source, run_id, now, dry_run=dry_run)
+
+
+@contextlib.contextmanager
+def read_only_session(conn: Connection, timeout_seconds: float) -> Iterator[Connection]:
+    """PostgreSQL: this session read-only, each statement within ``timeout_seconds`` (SQLite
+    business databases of their own are opened with ``query_only``)."""
+    if not _is_postgres(conn):
+        yield conn
+        return
+    with postgres.read_only(conn, timeout_seconds):
+        yield conn
+
+
+@contextlib.contextmanager
+def business_connection(
+    store: ClosingPasses, business_engine: Engine, timeout_seconds: float
+) -> Iterator[Connection]:
+    """The business tables' connection for a scan: on SQLite the scan's own when they share its
+    database (SQLite never waits on itself), else one of their own, read-only."""
+    if business_engine is store.conn.engine and not _is_postgres(business_engine):
+        yield store.conn
+        return
+    with business_engine.connect() as biz, read_only_session(biz, timeout_seconds):
+        yield biz
