@@ -26,7 +26,7 @@ from sqlalchemy import func, select
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import PYTHON, ROOT, free_port, median, pg_schema, pinned, process, sqlite_db
-from reconciler.inbox.signatures import github_sign
+from connectors.signatures import github_sign
 from reconciler.storage.engine import make_engine
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
 

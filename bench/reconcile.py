@@ -62,7 +62,7 @@ def page_events(sandbox: str, decode: Any = None) -> Any:
 def populate(db: str, sandbox: str) -> int:
     from sqlalchemy import update
 
-    from reconciler.inbox.parsing import parse_stripe
+    from connectors.parsing import parse_stripe
     from reconciler.inbox.store import IncomingEvent, store_items
     from reconciler.storage.engine import make_engine
     from reconciler.storage.models import INBOX_EVENTS, EventStatus

@@ -24,9 +24,9 @@ from sqlalchemy import Connection, Engine, func, select
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import median, pg_schema, sqlite_db
+from connectors.parsing import parse_stripe
 from reconciler.config import parse_settings
 from reconciler.inbox.handlers import Event, HandlerRegistry
-from reconciler.inbox.parsing import parse_stripe
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.inbox.worker import Worker
 from reconciler.storage.engine import make_engine

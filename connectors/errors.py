@@ -1,8 +1,15 @@
-"""Connector errors. Lower-level httpx errors are translated here, at the boundary.
+"""The exception root of hookledger, and the connectors' errors.
+
+They sit here, on the bottom floor, because every layer raises them: the connectors, the inbox and
+the reconciler above them (``reconciler.errors`` draws the whole tree and adds the rest). Lower-level
+httpx errors are translated into connector errors at the boundary.
 
 ::
 
-    ConnectorError              a provider API call failed (carries the source name)
+    HookledgerError             hookledger failed
+    ├── ConfigError             the configuration file or environment is invalid
+    ├── RejectedDelivery        an inbound webhook is refused (carries the HTTP status and a reason)
+    └── ConnectorError              a provider API call failed (carries the source name)
     ├── AuthError               401/403: the key is wrong or lacks a permission (names which)
     ├── NotFoundError           404 for a named event, delivery or object
     ├── UnavailableError        retries exhausted (429, 5xx, connection errors, timeouts)
@@ -12,7 +19,25 @@
 
 from __future__ import annotations
 
-from reconciler.errors import HookledgerError
+
+class HookledgerError(Exception):
+    """hookledger failed."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class ConfigError(HookledgerError):
+    """The configuration is invalid."""
+
+
+class RejectedDelivery(HookledgerError):
+    """The delivery was rejected."""
+
+    def __init__(self, status_code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status_code = status_code
+        self.reason = reason
 
 
 class ConnectorError(HookledgerError):

@@ -23,8 +23,8 @@ from connectors.base import Capabilities, Cursor, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, parse_link_header, redact_url
 from connectors.paging import PageGuard, PageShape
+from connectors.parsing import json_path_get
 from reconciler.config import SourceSettings
-from reconciler.inbox.parsing import json_path_get
 
 
 def _time(value: Any) -> datetime | None:

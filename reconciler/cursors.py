@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 
 from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import CURSORS
@@ -35,13 +35,25 @@ def cursor_upsert(stmt: Any) -> Any:
     )
 
 
+# built once: a scan moves its cursor every page
+_MOVE = (
+    update(CURSORS)
+    .where(CURSORS.c.source == bindparam("cursor_source"))
+    .values(
+        position=bindparam("position"),
+        updated_at=bindparam("updated_at"),
+        run_id=bindparam("run_id"),
+    )
+)
+
+
 def save_cursor(
     conn: Connection, source: str, position: Mapping[str, Any], run_id: str | None = None
 ) -> None:
     """Move the source's cursor. An UPDATE first: it is what a scan does every page, and unlike
     the dialects' INSERT ... ON CONFLICT it is compiled once and cached by SQLAlchemy."""
     values = {"position": dict(position), "updated_at": utcnow(), "run_id": run_id}
-    moved = conn.execute(update(CURSORS).where(CURSORS.c.source == source).values(**values))
+    moved = conn.execute(_MOVE, {"cursor_source": source, **values})
     if not moved.rowcount:
         conn.execute(cursor_upsert(insert_for(conn, CURSORS).values(source=source, **values)))
 

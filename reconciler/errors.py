@@ -12,21 +12,16 @@
         ├── TransientError     retry later with backoff (timeouts, 429, 5xx, locks)
         └── PermanentError     retrying cannot help: dead-letter at once (validation, other 4xx)
 
-The docstring of each class is its default message.
+The docstring of each class is its default message. The root, ``ConfigError`` and
+``RejectedDelivery`` are defined in ``connectors.errors`` (the bottom floor, so that connectors raise
+them too) and are the same classes here; so are the connectors' own errors under ``ConnectorError``.
 """
 
 from __future__ import annotations
 
-
-class HookledgerError(Exception):
-    """hookledger failed."""
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or (self.__doc__ or "").strip())
-
-
-class ConfigError(HookledgerError):
-    """The configuration is invalid."""
+from connectors.errors import ConfigError as ConfigError
+from connectors.errors import HookledgerError as HookledgerError
+from connectors.errors import RejectedDelivery as RejectedDelivery
 
 
 class DatabaseError(HookledgerError):
@@ -39,15 +34,6 @@ class NotFoundError(HookledgerError):
 
 class ActionRefusedError(HookledgerError):
     """The action is not allowed in the record's current state."""
-
-
-class RejectedDelivery(HookledgerError):
-    """The delivery was rejected."""
-
-    def __init__(self, status_code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status_code = status_code
-        self.reason = reason
 
 
 class HandlerError(HookledgerError):

@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from reconciler.inbox import signatures
+from connectors import signatures
 from tests.conftest import SECRETS
 
 

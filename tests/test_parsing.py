@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from reconciler.inbox import parsing
-from reconciler.inbox.parsing import MASK, mask_headers
+from connectors import parsing
+from connectors.parsing import MASK, mask_headers
 from tests.conftest import FIXTURES
 
 

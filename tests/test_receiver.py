@@ -13,8 +13,8 @@ import httpx
 import pytest
 from sqlalchemy import Engine, func, select
 
+from connectors.parsing import MASK
 from reconciler.inbox.handlers import HandlerRegistry
-from reconciler.inbox.parsing import MASK
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
 from reconciler.storage.engine import make_engine
@@ -158,7 +158,7 @@ def _reject_cases() -> list[tuple[str, str, dict[str, str], bytes, int, str]]:
     cases.append(("stale stripe timestamp", "stripe", h, b, 401, "tolerance"))
     h, b = standard_delivery(timestamp=int(time.time()) + 3600)
     cases.append(("future standard timestamp", "svix", h, b, 401, "too new"))
-    from reconciler.inbox import signatures
+    from connectors import signatures
 
     garbage = b"{not json"
     now = int(time.time())
@@ -216,7 +216,7 @@ def test_rejected_input_leaves_only_a_rejected_delivery(
     status: int,
     reason: str,
 ) -> None:
-    from reconciler.inbox import signatures
+    from connectors import signatures
 
     if source == "stripe" and status == 400:
         # a valid signature, signed now: the cases are built at collection, maybe minutes ago

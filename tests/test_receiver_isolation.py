@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 
+from connectors.parsing import ParsedEvent
 from reconciler.inbox.committer import GroupCommitter
 from reconciler.inbox.limiter import PerClientLimiter
-from reconciler.inbox.parsing import ParsedEvent
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.store import IncomingEvent
 from reconciler.logs import _FieldsFormatter

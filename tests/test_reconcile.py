@@ -34,12 +34,12 @@ from sqlalchemy import (
     update,
 )
 
+from connectors.parsing import parse_stripe
 from connectors.sandbox.app import Faults, Sandbox
 from connectors.sandbox.sender import DeliveryFaults, plan, send, stripe_webhooks
 from connectors.sandbox.world import World, build_world
 from reconciler.config import Settings, parse_settings
 from reconciler.inbox.handlers import Event, HandlerRegistry, upsert_if_newer
-from reconciler.inbox.parsing import parse_stripe
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.inbox.worker import Worker

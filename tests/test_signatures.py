@@ -10,8 +10,8 @@ import pytest
 import standardwebhooks
 import stripe
 
-from reconciler.inbox import signatures as sig
-from reconciler.inbox.signatures import SignatureError
+from connectors import signatures as sig
+from connectors.signatures import SignatureError
 from tests.conftest import FIXTURES
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from connectors.sandbox.world import GitHubAttempt, World
-from reconciler.inbox.signatures import github_sign, shopify_sign, standard_sign, stripe_sign
+from connectors.signatures import github_sign, shopify_sign, standard_sign, stripe_sign
 
 
 @dataclass(frozen=True)

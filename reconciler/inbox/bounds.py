@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from sqlalchemy import String
 
-from reconciler.inbox.parsing import ParsedEvent
+from connectors.parsing import ParsedEvent
 from reconciler.logs import escape_control
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
 

@@ -22,13 +22,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from connectors.parsing import mask_headers
 from reconciler.config import Settings
 from reconciler.errors import ConfigError, RejectedDelivery
 from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.committer import GroupCommitter
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
-from reconciler.inbox.parsing import mask_headers
 from reconciler.inbox.schemes import SourceVerifier
 from reconciler.inbox.store import IncomingEvent, RejectedRecord
 from reconciler.storage.models import DeliveryOutcome

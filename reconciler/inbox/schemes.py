@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from connectors import parsing, signatures
+from connectors.parsing import ParsedEvent
 from reconciler.config import SourceSettings
-from reconciler.inbox import parsing, signatures
-from reconciler.inbox.parsing import ParsedEvent
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy import Connection, insert
 
+from connectors.parsing import ParsedEvent
 from reconciler.inbox.bounds import rejected_row_values
-from reconciler.inbox.parsing import ParsedEvent
 from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import (
     DELIVERIES,

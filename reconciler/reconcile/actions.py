@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import Connection, Engine, select, update
 
 from connectors.base import Connector, Record
+from connectors.parsing import ParsedEvent, parse_github, parse_stripe
 from reconciler.audit import record_audit
 from reconciler.config import SourceSettings
 from reconciler.errors import ActionRefusedError, NotFoundError
-from reconciler.inbox.parsing import ParsedEvent, parse_github, parse_stripe
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.storage.models import DISCREPANCIES, DeliveryOutcome, DiscrepancyStatus, EventOrigin

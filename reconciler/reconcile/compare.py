@@ -9,7 +9,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from connectors.base import DeliveryAttempt
-from reconciler.inbox.parsing import json_path_get
+from connectors.parsing import json_path_get
 
 PROVIDER_FAILED = "provider_failed"  # the provider itself recorded the delivery as failed
 LOST_AFTER_ACK = "lost_after_ack"  # the provider says delivered, the inbox never stored it

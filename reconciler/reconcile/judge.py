@@ -26,8 +26,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from connectors.base import Capabilities, Record
+from connectors.parsing import json_path_get
 from reconciler.config import CheckSettings
-from reconciler.inbox.parsing import json_path_get
 from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
 from reconciler.states import DiscrepancyKind
 

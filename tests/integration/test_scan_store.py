@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from connectors.base import Record
+from connectors.parsing import parse_stripe
 from connectors.testing import MemoryConnector, StopsAfter
 from reconciler.cursors import load_cursor
 from reconciler.errors import HookledgerError
-from reconciler.inbox.parsing import parse_stripe
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.reconcile.judge import Finding
 from reconciler.reconcile.run import Reconciler

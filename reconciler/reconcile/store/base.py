@@ -15,11 +15,22 @@ from __future__ import annotations
 import contextlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, RootTransaction, case, delete, literal, select
+from sqlalchemy import (
+    Connection,
+    RootTransaction,
+    TextClause,
+    bindparam,
+    case,
+    delete,
+    literal,
+    select,
+    text,
+)
+from sqlalchemy.engine import Dialect
 
 from connectors.base import Record
 from reconciler.cursors import load_cursor
@@ -132,7 +143,27 @@ class ScanStore(ABC):
         refresh, a resolved row reopens; an ignored row stays ignored."""
         if findings:
             rows = list(finding_rows(self.source, self.run_id, self.now, findings).values())
-            self.conn.execute(on_natural_key(self.insert(DISCREPANCIES)), rows)
+            key = type(self.conn.dialect)
+            if key not in _UPSERTS:
+                upsert = on_natural_key(self.insert(DISCREPANCIES))
+                _UPSERTS[key] = compiled_text(upsert, self.conn.dialect, rows[0])
+            self.conn.execute(_UPSERTS[key], rows)
+
+
+_UPSERTS: dict[type, TextClause] = {}  # the findings upsert of each database, compiled once
+
+
+def compiled_text(stmt: Any, dialect: Dialect, columns: Iterable[str]) -> TextClause:
+    """A statement compiled once, kept as text with its typed bind parameters (the same value
+    conversions as the statement's own). SQLAlchemy caches the compilation of a text construct,
+    which it does not for the dialects' INSERT ... ON CONFLICT: a scan writes findings every page."""
+    keys = list(columns)
+    compiled = stmt.compile(dialect=type(dialect)(paramstyle="named"), column_keys=keys)
+    binds = [
+        bindparam(name, type_=bp.type) if name in keys else bindparam(name, bp.value, type_=bp.type)
+        for bp, name in compiled.bind_names.items()
+    ]
+    return text(compiled.string).bindparams(*binds)
 
 
 def page_ids(records: Sequence[Record]) -> tuple[list[str], datetime | None]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from reconciler.errors import RejectedDelivery
+from connectors.errors import RejectedDelivery
 
 SENSITIVE_HEADERS = frozenset(
     {

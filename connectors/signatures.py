@@ -14,7 +14,7 @@ import hmac
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from reconciler.errors import RejectedDelivery
+from connectors.errors import RejectedDelivery
 
 Headers = Mapping[str, str]  # keys lower-cased
 
