@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import PYTHON, ROOT, free_port, median, pinned, process
 from connectors.base import ScanOptions
-from connectors.factory import build_connector
 from connectors.http import parse_link_header
 from reconciler.config import parse_settings
+from reconciler.sources import build_connector
 
 ENV = {"B_STRIPE": "sk_test_sandbox", "B_GITHUB": "ghp_sandbox", "B_SHOPIFY": "shpat_sandbox"}
 

@@ -20,11 +20,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from connectors.base import Capabilities, Cursor, Page, Record, ScanOptions
-from connectors.errors import MalformedResponseError, UnsupportedError
+from connectors.errors import ConfigError, MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, parse_link_header, redact_url
+from connectors.options import SourceOptions
 from connectors.paging import PageGuard, PageShape
-from connectors.parsing import json_path_get
-from reconciler.config import SourceSettings
+from connectors.parsing import ParsedEvent, json_path_get, parse_generic, parse_standard
+from connectors.provider import ClientFactory, Provider, timed_scheme
+from connectors.signatures import verify_generic, verify_standard
 
 
 def _time(value: Any) -> datetime | None:
@@ -42,7 +44,7 @@ def _time(value: Any) -> datetime | None:
 class GenericConnector:
     capabilities = Capabilities()  # an arbitrary API's GET by id may not exist
 
-    def __init__(self, source: SourceSettings, client: ProviderClient) -> None:
+    def __init__(self, source: SourceOptions, client: ProviderClient) -> None:
         if not source.list_url:
             raise MalformedResponseError(
                 f"source '{source.name}': a generic connector needs key 'list_url'"
@@ -198,3 +200,99 @@ class GenericConnector:
         raise UnsupportedError(
             f"source '{self.source}': the generic connector cannot ask for a redelivery"
         )
+
+
+LIST_KEYS = (
+    "list_url",
+    "items_path",
+    "id_path",
+    "type_path",
+    "time_path",
+    "object_id_path",
+    "cursor_style",
+    "cursor_param",
+    "cursor_path",
+    "done_path",
+    "since_param",
+    "limit_param",
+)
+
+
+def _build(options: SourceOptions, client: ClientFactory) -> GenericConnector:
+    if not options.base_url:
+        raise ConfigError(f"source '{options.name}': a {options.kind} connector needs 'base_url'")
+    headers = {"Authorization": f"Bearer {options.api_key}"} if options.api_key else {}
+    return GenericConnector(options, client(options.base_url, headers, options.hint()))
+
+
+def _list_rule(values: Mapping[str, Any]) -> str | None:
+    if values.get("cursor_style") == "body" and not values.get("cursor_path"):
+        return "cursor_style 'body' needs key 'cursor_path'"
+    return None
+
+
+def _generic_rule(values: Mapping[str, Any]) -> str | None:
+    if not values.get("signature_header"):
+        return "kind 'generic' needs key 'signature_header'"
+    if not (values.get("id_header") or values.get("id_json_path")):
+        return "kind 'generic' needs key 'id_header' or 'id_json_path'"
+    return _list_rule(values)
+
+
+def _verify_generic(
+    options: SourceOptions,
+    headers: Mapping[str, str],
+    body: bytes,
+    secrets: tuple[str, ...],
+    now: float,
+) -> ParsedEvent:
+    assert options.signature_header is not None  # the provider's rule requires it
+    verify_generic(
+        headers,
+        body,
+        secrets,
+        header=options.signature_header,
+        algorithm=options.signature_algorithm,
+        encoding=options.signature_encoding,  # type: ignore[arg-type]
+        prefix=options.signature_prefix,
+    )
+    return parse_generic(
+        headers,
+        body,
+        id_header=options.id_header,
+        id_json_path=options.id_json_path,
+        type_header=options.type_header,
+        type_json_path=options.type_json_path,
+    )
+
+
+# Standard Webhooks (https://www.standardwebhooks.com): signed as the spec says; a sender's list
+# API, where it has one, is read as a generic list.
+STANDARD = Provider(
+    "standard",
+    verify=timed_scheme(verify_standard, parse_standard),
+    build=_build,
+    keys=LIST_KEYS,
+    validate=_list_rule,
+)
+GENERIC = Provider(
+    "generic",
+    verify=_verify_generic,
+    build=_build,
+    keys=(
+        "signature_header",
+        "signature_algorithm",
+        "signature_encoding",
+        "signature_prefix",
+        "signed_payload",
+        "id_header",
+        "id_json_path",
+        "type_header",
+        "type_json_path",
+        *LIST_KEYS,
+    ),
+    validate=_generic_rule,
+    sensitive_headers=lambda options: frozenset(
+        {options.signature_header.lower()} if options.signature_header else set()
+    ),
+)

@@ -16,6 +16,7 @@ itself and keeps deliveries 3 days (7 on Enterprise Server): :attr:`retention` s
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing
@@ -24,9 +25,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from connectors.base import Capabilities, Cursor, DeliveryAttempt, Page, Record, ScanOptions
-from connectors.errors import MalformedResponseError, NotFoundError
+from connectors.errors import ConfigError, MalformedResponseError, NotFoundError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url
+from connectors.options import SourceOptions
 from connectors.paging import PageGuard, PageShape
+from connectors.parsing import ParsedEvent, parse_github
+from connectors.provider import ClientFactory, Provider, scheme
+from connectors.signatures import verify_github
 
 DEFAULT_BASE_URL = "https://api.github.com"
 PAGE_SIZE = 100
@@ -258,3 +263,68 @@ def deliveries_path(repository: str | None, organization: str | None, hook_id: i
 def default_retention(base_url: str) -> timedelta:
     """3 days on github.com, 7 on Enterprise Server (data/variables/webhooks.yml)."""
     return timedelta(days=3 if urlsplit(base_url).hostname == "api.github.com" else 7)
+
+
+def _build(options: SourceOptions, client: ClientFactory) -> GitHubConnector:
+    base = options.base_url or DEFAULT_BASE_URL
+    hint = options.hint()
+    if options.app_id is not None:
+        if not options.private_key:
+            raise ConfigError(f"source '{options.name}': no private_key_env is configured")
+        app: tuple[int, str] | None = (options.app_id, options.private_key)
+        headers = dict(HEADERS)
+        hint = f"the app id and the private key in ${options.private_key_env}"
+    elif options.repository or options.organization:
+        app = None
+        headers = {**HEADERS, "Authorization": f"Bearer {options.require_api_key()}"}
+    else:
+        raise ConfigError(
+            f"source '{options.name}': a GitHub connector needs 'repository' or 'organization' with 'hook_id', or 'app_id'"
+        )
+    retention = default_retention(base)
+    if options.retention_days:
+        retention = timedelta(days=options.retention_days)
+    return GitHubConnector(
+        options.name,
+        client(base, headers, hint),
+        deliveries_path=deliveries_path(options.repository, options.organization, options.hook_id),
+        retention=retention,
+        app=app,
+        page_size=options.page_size or PAGE_SIZE,
+    )
+
+
+def _as_delivery(record: Record) -> tuple[ParsedEvent, bytes]:
+    """A delivery as GitHub recorded it: its request's payload and headers."""
+    request = record.payload.get("request")
+    request = request if isinstance(request, dict) else {}
+    body = json.dumps(request.get("payload") or {}).encode()
+    headers = {k.lower(): str(v) for k, v in (request.get("headers") or {}).items()}
+    headers.setdefault("x-github-delivery", str(record.event_id))
+    headers.setdefault("x-github-event", str(record.object_type or ""))
+    return parse_github(headers, body), body
+
+
+def _validate(values: Mapping[str, Any]) -> str | None:
+    scopes = [
+        bool(values.get("repository")),
+        bool(values.get("organization")),
+        values.get("app_id") is not None,
+    ]
+    if sum(scopes) > 1:
+        return "set only one of 'repository', 'organization' or 'app_id'"
+    if (values.get("repository") or values.get("organization")) and values.get("hook_id") is None:
+        return "'repository' and 'organization' need key 'hook_id'"
+    if values.get("app_id") is not None and not values.get("private_key_env"):
+        return "'app_id' needs key 'private_key_env'"
+    return None
+
+
+PROVIDER = Provider(
+    "github",
+    verify=scheme(verify_github, parse_github),
+    build=_build,
+    keys=("repository", "organization", "hook_id", "app_id", "private_key_env"),
+    validate=_validate,
+    as_delivery=_as_delivery,
+)

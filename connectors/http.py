@@ -20,10 +20,9 @@ import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import httpx
 import orjson
 
 from connectors.errors import (
@@ -33,6 +32,9 @@ from connectors.errors import (
     NotFoundError,
     UnavailableError,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,9 @@ class ProviderClient:
         self.policy = policy or RetryPolicy()
         self._sleep = sleep
         self._rng = rng or random.Random()
+        import httpx  # here, not at the top: the configuration imports the providers, not HTTP
+
+        self._httpx = httpx
         self._client = httpx.Client(
             base_url=base_url,
             headers={"User-Agent": USER_AGENT, "Accept": "application/json", **(headers or {})},
@@ -147,7 +152,7 @@ class ProviderClient:
             try:
                 response = self._client.request(method, target, params=params)
                 self.requests_made += 1
-            except httpx.TransportError as exc:
+            except self._httpx.TransportError as exc:
                 last = f"{exc.__class__.__name__}: {exc}"
                 delay = self._backoff(attempt)
             else:
@@ -234,6 +239,8 @@ def with_query(url: str, params: Any) -> tuple[str, Any]:
     header's next page) is left to httpx, which merges the two."""
     if not params or "?" in url:
         return url, params
+    import httpx
+
     return f"{url}?{httpx.QueryParams(params)}", None
 
 

@@ -17,9 +17,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from connectors.base import Capabilities, Cursor, Page, Record, ScanOptions
-from connectors.errors import UnsupportedError
+from connectors.errors import ConfigError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url, require
+from connectors.options import SourceOptions
 from connectors.paging import PageGuard, PageShape
+from connectors.parsing import parse_shopify
+from connectors.provider import ClientFactory, Provider, scheme
+from connectors.signatures import verify_shopify
 
 PAGE_SIZE = 250
 
@@ -175,3 +179,27 @@ class ShopifyConnector:
         raise UnsupportedError(
             f"source '{self.source}': Shopify cannot be asked to redeliver a webhook"
         )
+
+
+def _build(options: SourceOptions, client: ClientFactory) -> ShopifyConnector:
+    if not options.base_url:
+        raise ConfigError(
+            f"source '{options.name}': a Shopify connector needs 'base_url' (https://{{shop}}.myshopify.com)"
+        )
+    return ShopifyConnector(
+        options.name,
+        client(
+            options.base_url, {"X-Shopify-Access-Token": options.require_api_key()}, options.hint()
+        ),
+        api_version=options.api_version,
+        resources=options.resources,
+        page_size=options.page_size or PAGE_SIZE,
+    )
+
+
+PROVIDER = Provider(
+    "shopify",
+    verify=scheme(verify_shopify, parse_shopify),
+    build=_build,
+    keys=("api_version", "resources"),
+)

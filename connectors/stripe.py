@@ -15,6 +15,7 @@ scan restarts as a backfill of the whole retained window.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -23,7 +24,11 @@ from typing import Any
 from connectors.base import Capabilities, Cursor, Gap, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
+from connectors.options import SourceOptions
 from connectors.paging import PageGuard, PageShape
+from connectors.parsing import ParsedEvent, parse_stripe
+from connectors.provider import ClientFactory, Provider, timed_scheme
+from connectors.signatures import verify_stripe
 
 DEFAULT_BASE_URL = "https://api.stripe.com"
 RETENTION = timedelta(days=30)
@@ -228,3 +233,29 @@ class StripeConnector:
             f"source '{self.source}': Stripe has no API to redeliver an event; use "
             f"'stripe events resend {event_id} --webhook-endpoint=we_...' or backfill it instead"
         )
+
+
+def _build(options: SourceOptions, client: ClientFactory) -> StripeConnector:
+    headers = {"Authorization": f"Bearer {options.require_api_key()}"}
+    if options.account:  # a connected account: https://docs.stripe.com/connect/authentication
+        headers["Stripe-Account"] = options.account
+    return StripeConnector(
+        options.name,
+        client(options.base_url or DEFAULT_BASE_URL, headers, options.hint()),
+        event_types=options.event_types,
+        page_size=options.page_size or PAGE_SIZE,
+    )
+
+
+def _as_delivery(record: Record) -> tuple[ParsedEvent, bytes]:
+    body = json.dumps(dict(record.payload)).encode()  # a listed event is the delivered body
+    return parse_stripe({}, body), body
+
+
+PROVIDER = Provider(
+    "stripe",
+    verify=timed_scheme(verify_stripe, parse_stripe),
+    build=_build,
+    keys=("event_types", "account"),
+    as_delivery=_as_delivery,
+)

@@ -124,7 +124,7 @@ class ActionResult:
 
 
 def act(fn: Callable[[str], str]) -> ActionResult:
-    """Run an operator action (a ``reconciler.ops.actions`` function given the actor), or refuse it.
+    """Run an operator action (a ``reconciler.ops.operator_actions`` function given the actor), or refuse it.
 
     The identity is checked here, on the server, whatever the page showed."""
     try:

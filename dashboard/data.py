@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import context
-from reconciler.inbox.actions import EventDetail, event_detail
+from reconciler.inbox.replay import EventDetail, event_detail
 from reconciler.ops import dead_letters, discrepancies, events, overview, runs
 from reconciler.ops.timerange import TimeRange
 from reconciler.reconcile.export import DiscrepancyFilter, count, money_impact

@@ -1,3 +1,23 @@
-"""hookledger core: inbox, storage, configuration, reconciliation and the actions shared by CLI and UI."""
+"""hookledger core: inbox, storage, configuration, reconciliation and the actions shared by CLI and UI.
+
+Module map, floor by floor (an import points to its own floor or one below; tests/unit/test_layers.py
+holds it):
+
+0. ``connectors/`` (a package of its own): one module per provider (connector, signature scheme,
+   delivery parsing, config keys, registered in ``connectors.registry``), the exception root
+   (``connectors.errors``), the sandbox provider and in-memory test connectors.
+1. ``errors``, ``states`` (stored states and kinds, no SQLAlchemy), ``config``, ``cron``, ``logs``,
+   ``process``, ``sources`` (a configured source as its provider's ``SourceOptions``, secrets
+   resolved), ``cursors``, ``audit``, ``storage/`` (engine, models, migrations, dialect pieces).
+2. ``inbox/``: receiver (signature, one transaction, group commit), store, worker, forwarder, metrics.
+3. ``reconcile/``: ``run`` (one run of one source), ``judge`` (pure: findings and fix rules),
+   ``compare`` (pure value rules), ``store/`` (one scan store per database and the closing passes),
+   ``closing``, ``business`` (the business tables a check reads), ``lease``, ``history``, ``summary``,
+   ``export`` (CSV), ``actions`` (backfill, replay, resolve).
+4. ``ops/``: read models and actions the CLI, the scheduler and the dashboard share.
+5. ``schedule`` (APScheduler), ``demo/``, ``dashboard_process`` (how the dashboard is started).
+6. ``cli/``: the ``hookledger`` command.
+7. ``dashboard/`` (a package of its own): Streamlit pages that only render.
+"""
 
 __version__ = "0.1.0"

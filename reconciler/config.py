@@ -28,47 +28,13 @@ from pydantic import (
     model_validator,
 )
 
+from connectors import registry
 from reconciler.errors import ConfigError
 from reconciler.logs import escape_control
 
 DEFAULT_CONFIG_PATH = Path("config.toml")
 DEFAULT_DATABASE_URL = "sqlite:///var/hookledger.db"
 DEFAULT_SCHEDULE = "0 2 * * *"
-
-SourceKind = Literal["stripe", "github", "shopify", "standard", "generic"]
-# Keys that only mean something for some kinds; setting one on another kind is an error.
-KIND_KEYS: dict[str, tuple[str, ...]] = {
-    "signature_header": ("generic",),
-    "signature_algorithm": ("generic",),
-    "signature_encoding": ("generic",),
-    "signature_prefix": ("generic",),
-    "signed_payload": ("generic",),
-    "id_header": ("generic",),
-    "id_json_path": ("generic",),
-    "type_header": ("generic",),
-    "type_json_path": ("generic",),
-    "event_types": ("stripe",),
-    "account": ("stripe",),
-    "repository": ("github",),
-    "organization": ("github",),
-    "hook_id": ("github",),
-    "app_id": ("github",),
-    "private_key_env": ("github",),
-    "api_version": ("shopify",),
-    "resources": ("shopify",),
-    "list_url": ("generic", "standard"),
-    "items_path": ("generic", "standard"),
-    "id_path": ("generic", "standard"),
-    "type_path": ("generic", "standard"),
-    "time_path": ("generic", "standard"),
-    "object_id_path": ("generic", "standard"),
-    "cursor_style": ("generic", "standard"),
-    "cursor_param": ("generic", "standard"),
-    "cursor_path": ("generic", "standard"),
-    "done_path": ("generic", "standard"),
-    "since_param": ("generic", "standard"),
-    "limit_param": ("generic", "standard"),
-}
 
 
 class _Table(BaseModel):
@@ -277,14 +243,14 @@ class CheckSettings(_Table):
 
 class SourceSettings(_Table):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-    kind: SourceKind
+    kind: str
     base_url: str | None = None
     api_key_env: str | None = None
     signing_secret_env: str | None = None
     enabled: bool = True
     tolerance_seconds: int = Field(default=300, ge=0)
     forward_url: str | None = None
-    # kind = "generic" only
+    # the generic provider's signature and identity keys
     signature_header: str | None = None
     signature_algorithm: Literal["sha1", "sha256", "sha512"] = "sha256"
     signature_encoding: Literal["hex", "base64"] = "hex"
@@ -331,28 +297,25 @@ class SourceSettings(_Table):
     def _tuples(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
 
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in registry.kinds():
+            raise ValueError(f"Input should be {' or '.join(repr(k) for k in registry.kinds())}")
+        return value
+
     @model_validator(mode="after")
     def _check_kind_keys(self) -> SourceSettings:
-        for key, kinds in KIND_KEYS.items():
-            if key in self.model_fields_set and self.kind not in kinds:
+        """A provider's own keys only on its kind, and the rules across them (its module's)."""
+        for key in sorted(self.model_fields_set):
+            kinds = registry.kinds_taking(key)
+            if kinds and self.kind not in kinds:
                 raise ValueError(
                     f"key '{key}' applies only to kind {' or '.join(repr(k) for k in kinds)}"
                 )
-        if self.kind == "generic":
-            if not self.signature_header:
-                raise ValueError("kind 'generic' needs key 'signature_header'")
-            if not (self.id_header or self.id_json_path):
-                raise ValueError("kind 'generic' needs key 'id_header' or 'id_json_path'")
-        if self.kind == "github":
-            scopes = [bool(self.repository), bool(self.organization), self.app_id is not None]
-            if sum(scopes) > 1:
-                raise ValueError("set only one of 'repository', 'organization' or 'app_id'")
-            if (self.repository or self.organization) and self.hook_id is None:
-                raise ValueError("'repository' and 'organization' need key 'hook_id'")
-            if self.app_id is not None and not self.private_key_env:
-                raise ValueError("'app_id' needs key 'private_key_env'")
-        if self.cursor_style == "body" and not self.cursor_path:
-            raise ValueError("cursor_style 'body' needs key 'cursor_path'")
+        problem = registry.provider(self.kind).validate(self.model_dump())
+        if problem:
+            raise ValueError(problem)
         return self
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str:

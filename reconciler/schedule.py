@@ -10,16 +10,15 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
-from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy import Engine, insert
 
 from reconciler.config import Settings
-from reconciler.errors import ConfigError, HookledgerError
+from reconciler.cron import trigger_for
+from reconciler.errors import HookledgerError
 from reconciler.inbox.metrics import oldest_unprocessed
 from reconciler.ops.rollup import record_snapshot_hourly, roll_up
 from reconciler.reconcile.run import Reconciler, RunSummary, reconcilable_sources
@@ -67,20 +66,6 @@ def reconcile_all(
                 "reconciliation of %s failed: %s", source.name, exc, extra={"source": source.name}
             )
     return out
-
-
-def trigger_for(settings: Settings) -> CronTrigger:
-    cfg = settings.reconcile
-    try:
-        tz = ZoneInfo(cfg.timezone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"[reconcile] timezone: unknown time zone '{cfg.timezone}'") from None
-    try:
-        return CronTrigger.from_crontab(cfg.schedule, timezone=tz)
-    except ValueError as exc:
-        raise ConfigError(
-            f"[reconcile] schedule: '{cfg.schedule}' is not a valid cron expression ({exc})"
-        ) from None
 
 
 def build_scheduler(

@@ -19,7 +19,6 @@ from starlette.routing import Route
 
 from connectors.base import Page, Record, ScanOptions
 from connectors.errors import AuthError, MalformedResponseError, UnavailableError, UnsupportedError
-from connectors.factory import build_connector
 from connectors.github import delivery_record
 from connectors.http import RetryPolicy
 from connectors.paging import PageShape, PagingError, page_fault
@@ -28,6 +27,7 @@ from connectors.sandbox.world import SHOPIFY_ORDER_BASE_ID, GitHubAttempt, World
 from connectors.shopify import resource_record
 from connectors.stripe import event_record
 from reconciler.config import SourceSettings, parse_settings
+from reconciler.sources import build_connector
 from tests.conftest import FIXTURES, RunningServer, start_server
 from tests.faulty_http import Misbehaving
 

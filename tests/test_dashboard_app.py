@@ -307,7 +307,7 @@ def test_what_was_written_a_moment_ago_is_counted(dash: Dash) -> None:
 
 def test_a_reconcile_now_that_fails_is_audited_too(engine: Engine, db_url: str) -> None:
     from reconciler.errors import HookledgerError
-    from reconciler.ops import actions
+    from reconciler.ops import operator_actions as actions
     from reconciler.storage.models import AUDIT_LOG
     from tests.conftest import make_settings
 

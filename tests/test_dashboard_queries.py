@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import Engine, event, func, select, text
 
 from reconciler.errors import ActionRefusedError
-from reconciler.ops import actions, dead_letters, discrepancies, events, overview, rollup, runs
+from reconciler.ops import dead_letters, discrepancies, events, overview, rollup, runs
+from reconciler.ops import operator_actions as actions
 from reconciler.ops.timerange import TimeRange, bucket_indexes, choose_bucket
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS, DiscrepancyStatus
@@ -90,7 +91,7 @@ def test_event_search(engine: Engine, query: str, expected: set[tuple[str, str]]
 
 
 def test_event_timeline_orders_everything_that_happened(engine: Engine) -> None:
-    from reconciler.inbox.actions import event_detail
+    from reconciler.inbox.replay import event_detail
 
     seed(engine)
     actions.replay(engine, "stripe", "evt_dead", actor="alice", reason="plan fixed")

@@ -154,7 +154,7 @@ def test_sign_in_secrets_come_from_the_environment_into_a_private_file(
     import stat
     import tomllib
 
-    from reconciler.cli.dashboard_cmd import streamlit_argv, write_auth_secrets
+    from reconciler.dashboard_process import streamlit_argv, write_auth_secrets
     from reconciler.errors import ConfigError
 
     settings = parse_settings(

@@ -419,8 +419,8 @@ def test_fixing_a_problem_resolves_it_on_the_next_run(scenario: Scenario, serve:
 
 def _stopping(scenario: Scenario, pages: int) -> Reconciler:
     """A reconciler whose source fails after ``pages`` pages (a run that dies mid-scan)."""
-    from connectors.factory import build_connector
     from connectors.testing import StopsAfter
+    from reconciler.sources import build_connector
 
     return scenario.reconciler(connector_factory=lambda s: StopsAfter(build_connector(s), pages))
 
@@ -674,8 +674,8 @@ def test_two_concurrent_runs_one_runs_one_skips(scenario: Scenario) -> None:
 def test_backfill_then_the_late_real_delivery_is_one_event_one_effect(
     scenario: Scenario, serve: Any
 ) -> None:
-    from connectors.factory import build_connector
-    from reconciler.reconcile.actions import backfill
+    from reconciler.reconcile.repair import backfill
+    from reconciler.sources import build_connector
 
     engine = scenario.engine
     paid = next(
@@ -1481,7 +1481,7 @@ class _ListsOneEventTwice:
 def test_an_id_listed_twice_does_not_hide_an_orphan(scenario: Scenario) -> None:
     """One orphan and one id listed twice: the counts are equal, the hash sums are not, so the
     anti-join decides, and finds the orphan."""
-    from connectors.factory import build_connector
+    from reconciler.sources import build_connector
 
     _unforge(scenario, keep=1)
     twice = scenario.planted["stuck"][0]  # inside the window (received before the grace period)
@@ -1544,7 +1544,7 @@ class _Counted:
 def test_the_connector_built_alongside_the_runs_start_is_closed_once_run_or_skipped(
     scenario: Scenario,
 ) -> None:
-    from connectors.factory import build_connector
+    from reconciler.sources import build_connector
 
     built: list[tuple[_Counted, str]] = []
 
@@ -1600,9 +1600,9 @@ def test_a_scan_over_a_page_that_keeps_contradicting_its_paging_fails_and_misses
 ) -> None:
     """Stripe answers an empty page with has_more on every try: the run fails with the reason, the
     cursor stays at the last committed page, and a later healthy run compares every record."""
-    from connectors.factory import build_connector
     from connectors.paging import PagingError
     from reconciler.cursors import load_cursor
+    from reconciler.sources import build_connector
     from tests.faulty_http import Misbehaving
 
     transport = Misbehaving("empty", lambda call: call >= 3, "data")
@@ -1700,7 +1700,7 @@ def test_a_running_run_renews_its_lease(engine: Engine) -> None:
 
 
 def test_a_replayed_forged_event_is_still_an_orphan(scenario: Scenario) -> None:
-    from reconciler.inbox.actions import replay_event
+    from reconciler.inbox.replay import replay_event
 
     with scenario.engine.begin() as conn:
         replay_event(conn, source="stripe", event_id="evt_forged_0", actor="ops", reason="retry")
@@ -1885,7 +1885,7 @@ def test_events_the_scan_listed_inside_the_grace_period_are_not_asked_again(
 ) -> None:
     """The delivered events arrived moments before the first run (inside its grace period) and the
     scan listed them: the next run asks the provider about none of them, only about what is new."""
-    from connectors.factory import build_connector
+    from reconciler.sources import build_connector
 
     asked: list[str] = []
 

@@ -23,8 +23,8 @@ from starlette.routing import Route
 
 from connectors.parsing import parse_stripe
 from reconciler.errors import ActionRefusedError, NotFoundError, PermanentError, TransientError
-from reconciler.inbox.actions import event_detail, replay_event
 from reconciler.inbox.handlers import Event, HandlerRegistry
+from reconciler.inbox.replay import event_detail, replay_event
 from reconciler.inbox.retry import (
     backoff_delay,
     classify_exception,

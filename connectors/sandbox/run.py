@@ -22,9 +22,17 @@ from connectors.sandbox.sender import (
     stripe_webhooks,
 )
 from connectors.sandbox.world import World, build_world
-from reconciler.config import Settings
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A receiver's source the sandbox delivers to: its name, its provider's kind, a signing secret."""
+
+    name: str
+    kind: str
+    secret: str
 
 
 @dataclass(frozen=True)
@@ -32,18 +40,22 @@ class SendPlan:
     faults: DeliveryFaults
     seed: int
     report_path: Path
+    receiver_url: str = "http://127.0.0.1:8000"
+    targets: tuple[Target, ...] = ()
 
 
-def deliver_all(
-    world: World, settings: Settings, send_plan: SendPlan, client: httpx.Client
-) -> dict[str, Any]:
-    """Send every stripe, github and shopify source's events to the receiver; return the report."""
-    base = f"http://{settings.receiver.host}:{settings.receiver.port}"
+# the kinds whose webhooks the sandbox can send
+SENDS = ("stripe", "github", "shopify")
+
+
+def deliver_all(world: World, send_plan: SendPlan, client: httpx.Client) -> dict[str, Any]:
+    """Send each target's events to the receiver (the kinds in ``SENDS``); return the report."""
+    base = send_plan.receiver_url
     reports: dict[str, Any] = {}
-    for source in settings.sources:
-        if not source.enabled or source.kind not in ("stripe", "github", "shopify"):
+    for source in send_plan.targets:
+        if source.kind not in SENDS:
             continue
-        secret = source.signing_secrets()[0]
+        secret = source.secret
         if source.kind == "stripe":
             hooks = stripe_webhooks(world.stripe_events, secret)
         elif source.kind == "github":
@@ -62,7 +74,6 @@ def deliver_all(
 
 
 def serve(
-    settings: Settings,
     *,
     host: str,
     port: int,
@@ -78,7 +89,7 @@ def serve(
 
         def _send() -> None:
             with httpx.Client(timeout=30) as client:
-                reports = deliver_all(world, settings, send_plan, client)
+                reports = deliver_all(world, send_plan, client)
             summary = {
                 name: {k: len(v) if isinstance(v, list) else v for k, v in r.items()}
                 for name, r in reports.items()

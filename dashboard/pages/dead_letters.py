@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import context, data
-from reconciler.ops import actions
+from reconciler.ops import operator_actions as actions
 
 st.title("Dead letters")
 if not context.guard():

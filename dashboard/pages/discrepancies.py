@@ -8,7 +8,7 @@ from datetime import UTC, datetime, time
 import streamlit as st
 
 from dashboard import context, data
-from reconciler.ops import actions
+from reconciler.ops import operator_actions as actions
 from reconciler.ops.discrepancies import SORTABLE, value_diff
 from reconciler.reconcile.export import DiscrepancyFilter, write_csv
 from reconciler.storage.models import DiscrepancyKind, DiscrepancyStatus

@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import context, data
 from reconciler.errors import NotFoundError
-from reconciler.ops import actions
+from reconciler.ops import operator_actions as actions
 from reconciler.ops.events import timeline
 from reconciler.ops.masking import Masker
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import context, data
 from reconciler.errors import HookledgerError
-from reconciler.ops import actions
+from reconciler.ops import operator_actions as actions
 from reconciler.ops.identity import require_operator
 from reconciler.ops.runs import next_scheduled_run
 from reconciler.reconcile.run import reconcilable_sources

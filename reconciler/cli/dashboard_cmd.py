@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.cli.common import check_port, load, open_engine
-from reconciler.config import Settings
-
-APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+from reconciler.dashboard_process import streamlit_argv, write_auth_secrets
 
 
 def register(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -24,57 +22,6 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--host", help="bind address (default: [dashboard] host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default: [dashboard] port, 8501)")
     p.set_defaults(func=cmd_dashboard)
-
-
-def _toml_str(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def write_auth_secrets(settings: Settings, host: str, port: int, folder: Path) -> Path:
-    """Streamlit reads ``st.login``'s OIDC settings from a secrets file: write one (mode 0600) from
-    the configuration and the environment variables it names. Secrets never sit in config.toml."""
-    auth = settings.dashboard.auth
-    redirect = auth.redirect_uri or f"http://{host}:{port}/oauth2callback"
-    lines = [
-        "[auth]",
-        f"redirect_uri = {_toml_str(redirect)}",
-        f"cookie_secret = {_toml_str(auth.secret('cookie_secret_env'))}",
-        f"client_id = {_toml_str(auth.client_id or '')}",
-        f"client_secret = {_toml_str(auth.secret('client_secret_env'))}",
-        f"server_metadata_url = {_toml_str(auth.server_metadata_url or '')}",
-    ]
-    path = folder / "secrets.toml"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
-    return path
-
-
-def streamlit_argv(host: str, port: int, secrets: Path | None) -> list[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(APP),
-        "--server.address",
-        host,
-        "--server.port",
-        str(port),
-        "--server.headless",
-        "true",
-        "--server.fileWatcherType",
-        "none",
-        "--server.runOnSave",
-        "false",
-        "--browser.gatherUsageStats",
-        "false",
-        "--client.toolbarMode",
-        "minimal",
-    ]
-    if secrets is not None:
-        argv += ["--secrets.files", str(secrets)]
-    return argv
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:

@@ -306,7 +306,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_sandbox(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from connectors.sandbox.run import SendPlan, serve
+    from connectors.sandbox.run import SENDS, SendPlan, Target, serve
     from connectors.sandbox.sender import DeliveryFaults
 
     settings = load(args).settings
@@ -317,9 +317,14 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     send_plan = None
     if args.send:
         faults = DeliveryFaults(args.drop, args.duplicate, args.reorder, args.delay)
-        send_plan = SendPlan(faults, args.seed, Path(args.report))
+        targets = tuple(
+            Target(s.name, s.kind, s.signing_secrets()[0])
+            for s in settings.sources
+            if s.enabled and s.kind in SENDS
+        )
+        receiver = f"http://{settings.receiver.host}:{settings.receiver.port}"
+        send_plan = SendPlan(faults, args.seed, Path(args.report), receiver, targets)
     serve(
-        settings,
         host=args.host,
         port=args.port,
         seed=args.seed,
@@ -330,7 +335,7 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from reconciler.inbox.actions import replay_event
+    from reconciler.inbox.replay import replay_event
 
     loaded = load(args)
     engine = open_engine(loaded)
@@ -368,7 +373,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def cmd_events_show(args: argparse.Namespace) -> int:
-    from reconciler.inbox.actions import event_detail
+    from reconciler.inbox.replay import event_detail
     from reconciler.ops.masking import Masker
 
     loaded = load(args)

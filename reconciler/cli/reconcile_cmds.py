@@ -279,8 +279,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_discrepancies(args: argparse.Namespace) -> int:
-    from reconciler.reconcile.actions import set_status, set_status_bulk
     from reconciler.reconcile.export import count
+    from reconciler.reconcile.repair import set_status, set_status_bulk
 
     status = (
         DiscrepancyStatus.RESOLVED if args.new_status == "resolve" else DiscrepancyStatus.IGNORED
@@ -309,8 +309,8 @@ def cmd_discrepancies(args: argparse.Namespace) -> int:
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
-    from connectors.factory import build_connector
-    from reconciler.reconcile.actions import backfill
+    from reconciler.reconcile.repair import backfill
+    from reconciler.sources import build_connector
 
     loaded = load(args)
     source = loaded.settings.source(args.source)

@@ -452,7 +452,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
 
 
 def _dashboard_until_interrupted(console: Console, config_path: Path, port: int) -> None:
-    from reconciler.cli.dashboard_cmd import streamlit_argv
+    from reconciler.dashboard_process import streamlit_argv
 
     env = {**os.environ, "HOOKLEDGER_CONFIG": str(config_path)}
     proc = subprocess.Popen(streamlit_argv("127.0.0.1", port, None), env=env)

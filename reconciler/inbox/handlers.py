@@ -7,7 +7,7 @@ dead-letter. Register with the decorator in a module listed in ``[worker] handle
 
     from reconciler.inbox.handlers import handler, upsert_if_newer
 
-    @handler("stripe", "invoice.paid")
+    @handler("payments", "invoice.paid")  # the source's name in config.toml, an event type
     def invoice_paid(event, conn):
         ...
 """

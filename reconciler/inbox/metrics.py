@@ -12,8 +12,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from reconciler.ops.overview import open_discrepancies
 from reconciler.storage.models import INBOX_EVENTS, EventStatus
+from reconciler.storage.queries import open_discrepancies
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)

@@ -9,12 +9,10 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
-from reconciler.inbox.actions import replay_event
-from reconciler.ops.sql import pin_index
+from reconciler.inbox.replay import replay_event
 from reconciler.storage.models import INBOX_EVENTS, EventStatus
+from reconciler.storage.sql import pin_index
 from reconciler.storage.types import as_utc
-
-E = INBOX_EVENTS
 
 
 @dataclass(frozen=True)
@@ -30,15 +28,21 @@ def dead_groups(conn: Connection, sources: Sequence[str] = (), limit: int = 200)
     """Dead events per source, type and last error, biggest group first."""
     n = func.count().label("n")
     stmt = (
-        select(E.c.source, E.c.event_type, E.c.last_error, n, func.max(E.c.received_at))
-        .where(E.c.status == EventStatus.DEAD)
-        .group_by(E.c.source, E.c.event_type, E.c.last_error)
-        .order_by(n.desc(), E.c.source, E.c.event_type)
+        select(
+            INBOX_EVENTS.c.source,
+            INBOX_EVENTS.c.event_type,
+            INBOX_EVENTS.c.last_error,
+            n,
+            func.max(INBOX_EVENTS.c.received_at),
+        )
+        .where(INBOX_EVENTS.c.status == EventStatus.DEAD)
+        .group_by(INBOX_EVENTS.c.source, INBOX_EVENTS.c.event_type, INBOX_EVENTS.c.last_error)
+        .order_by(n.desc(), INBOX_EVENTS.c.source, INBOX_EVENTS.c.event_type)
         .limit(limit)
     )
     if sources:
-        stmt = stmt.where(E.c.source.in_(sources))
-    stmt = pin_index(stmt, E, "ix_inbox_events_status_next_attempt_at", conn.dialect)
+        stmt = stmt.where(INBOX_EVENTS.c.source.in_(sources))
+    stmt = pin_index(stmt, INBOX_EVENTS, "ix_inbox_events_status_next_attempt_at", conn.dialect)
     return [
         DeadGroup(str(s), t, err, int(c), as_utc(newest))
         for s, t, err, c, newest in conn.execute(stmt)
@@ -56,15 +60,24 @@ def dead_events(
     """The dead events of one group, newest first."""
     stmt = (
         select(
-            E.c.source, E.c.event_id, E.c.event_type, E.c.object_id, E.c.attempts, E.c.received_at
+            INBOX_EVENTS.c.source,
+            INBOX_EVENTS.c.event_id,
+            INBOX_EVENTS.c.event_type,
+            INBOX_EVENTS.c.object_id,
+            INBOX_EVENTS.c.attempts,
+            INBOX_EVENTS.c.received_at,
         )
         .where(
-            E.c.status == EventStatus.DEAD,
-            E.c.source == source,
-            E.c.event_type.is_(None) if event_type is None else E.c.event_type == event_type,
-            E.c.last_error.is_(None) if last_error is None else E.c.last_error == last_error,
+            INBOX_EVENTS.c.status == EventStatus.DEAD,
+            INBOX_EVENTS.c.source == source,
+            INBOX_EVENTS.c.event_type.is_(None)
+            if event_type is None
+            else INBOX_EVENTS.c.event_type == event_type,
+            INBOX_EVENTS.c.last_error.is_(None)
+            if last_error is None
+            else INBOX_EVENTS.c.last_error == last_error,
         )
-        .order_by(E.c.received_at.desc())
+        .order_by(INBOX_EVENTS.c.received_at.desc())
         .limit(limit)
     )
     return [dict(r._mapping) for r in conn.execute(stmt)]

@@ -12,34 +12,33 @@ from reconciler.errors import NotFoundError
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.storage.models import DISCREPANCIES
 
-D = DISCREPANCIES
 SORTABLE = {
-    "last_seen_at": D.c.last_seen_at,
-    "first_seen_at": D.c.first_seen_at,
-    "source": D.c.source,
-    "kind": D.c.kind,
-    "amount": D.c.amount,
-    "recover_by": D.c.recover_by,
-    "id": D.c.id,
+    "last_seen_at": DISCREPANCIES.c.last_seen_at,
+    "first_seen_at": DISCREPANCIES.c.first_seen_at,
+    "source": DISCREPANCIES.c.source,
+    "kind": DISCREPANCIES.c.kind,
+    "amount": DISCREPANCIES.c.amount,
+    "recover_by": DISCREPANCIES.c.recover_by,
+    "id": DISCREPANCIES.c.id,
 }
 LIST_COLUMNS = (
-    D.c.id,
-    D.c.source,
-    D.c.kind,
-    D.c.status,
-    D.c.event_id,
-    D.c.event_type,
-    D.c.object_type,
-    D.c.object_id,
-    D.c.field,
-    D.c.source_value,
-    D.c.local_value,
-    D.c.amount,
-    D.c.currency,
-    D.c.cause,
-    D.c.recover_by,
-    D.c.first_seen_at,
-    D.c.last_seen_at,
+    DISCREPANCIES.c.id,
+    DISCREPANCIES.c.source,
+    DISCREPANCIES.c.kind,
+    DISCREPANCIES.c.status,
+    DISCREPANCIES.c.event_id,
+    DISCREPANCIES.c.event_type,
+    DISCREPANCIES.c.object_type,
+    DISCREPANCIES.c.object_id,
+    DISCREPANCIES.c.field,
+    DISCREPANCIES.c.source_value,
+    DISCREPANCIES.c.local_value,
+    DISCREPANCIES.c.amount,
+    DISCREPANCIES.c.currency,
+    DISCREPANCIES.c.cause,
+    DISCREPANCIES.c.recover_by,
+    DISCREPANCIES.c.first_seen_at,
+    DISCREPANCIES.c.last_seen_at,
 )
 
 
@@ -58,7 +57,7 @@ def list_discrepancies(
     except KeyError:
         raise ValueError(f"cannot sort by '{sort}': one of {', '.join(SORTABLE)}") from None
     order = col.desc() if descending else col.asc()
-    tie = D.c.id.desc() if descending else D.c.id.asc()
+    tie = DISCREPANCIES.c.id.desc() if descending else DISCREPANCIES.c.id.asc()
     stmt = (
         select(*LIST_COLUMNS)
         .where(*flt.where())
@@ -70,7 +69,7 @@ def list_discrepancies(
 
 
 def discrepancy(conn: Connection, discrepancy_id: int) -> dict[str, Any]:
-    row = conn.execute(select(D).where(D.c.id == discrepancy_id)).first()
+    row = conn.execute(select(DISCREPANCIES).where(DISCREPANCIES.c.id == discrepancy_id)).first()
     if row is None:
         raise NotFoundError(f"no discrepancy {discrepancy_id}")
     return dict(row._mapping)
@@ -110,8 +109,14 @@ def value_diff(source_value: str | None, local_value: str | None) -> list[ValueD
 def related_fields(conn: Connection, source: str, record_key: str) -> list[dict[str, Any]]:
     """Every diverged field of one object (the object's diff: source value beside local value)."""
     stmt = (
-        select(D.c.id, D.c.field, D.c.source_value, D.c.local_value, D.c.status)
-        .where(D.c.source == source, D.c.record_key == record_key)
-        .order_by(D.c.field)
+        select(
+            DISCREPANCIES.c.id,
+            DISCREPANCIES.c.field,
+            DISCREPANCIES.c.source_value,
+            DISCREPANCIES.c.local_value,
+            DISCREPANCIES.c.status,
+        )
+        .where(DISCREPANCIES.c.source == source, DISCREPANCIES.c.record_key == record_key)
+        .order_by(DISCREPANCIES.c.field)
     )
     return [dict(r._mapping) for r in conn.execute(stmt)]

@@ -9,23 +9,22 @@ from typing import Any
 
 from sqlalchemy import Connection, or_, select
 
-from reconciler.inbox.actions import EventDetail
+from reconciler.inbox.replay import EventDetail
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
 
-E = INBOX_EVENTS
 SUMMARY_COLUMNS = (
-    E.c.source,
-    E.c.event_id,
-    E.c.event_type,
-    E.c.object_type,
-    E.c.object_id,
-    E.c.status,
-    E.c.origin,
-    E.c.attempts,
-    E.c.received_at,
-    E.c.processed_at,
-    E.c.correlation_id,
-    E.c.last_error,
+    INBOX_EVENTS.c.source,
+    INBOX_EVENTS.c.event_id,
+    INBOX_EVENTS.c.event_type,
+    INBOX_EVENTS.c.object_type,
+    INBOX_EVENTS.c.object_id,
+    INBOX_EVENTS.c.status,
+    INBOX_EVENTS.c.origin,
+    INBOX_EVENTS.c.attempts,
+    INBOX_EVENTS.c.received_at,
+    INBOX_EVENTS.c.processed_at,
+    INBOX_EVENTS.c.correlation_id,
+    INBOX_EVENTS.c.last_error,
 )
 
 
@@ -47,16 +46,19 @@ def search_events(
         .where(DELIVERIES.c.delivery_id == q, DELIVERIES.c.event_id.is_not(None))
         .limit(limit)
     )
-    conds = [E.c.correlation_id == q, E.c.event_id.in_(by_delivery.scalar_subquery())]
+    conds = [
+        INBOX_EVENTS.c.correlation_id == q,
+        INBOX_EVENTS.c.event_id.in_(by_delivery.scalar_subquery()),
+    ]
     if sources:
-        conds.append(E.c.source.in_(sources) & (E.c.event_id == q))
-        conds.append(E.c.source.in_(sources) & (E.c.object_id == q))
+        conds.append(INBOX_EVENTS.c.source.in_(sources) & (INBOX_EVENTS.c.event_id == q))
+        conds.append(INBOX_EVENTS.c.source.in_(sources) & (INBOX_EVENTS.c.object_id == q))
     else:
-        conds.extend([E.c.event_id == q, E.c.object_id == q])
+        conds.extend([INBOX_EVENTS.c.event_id == q, INBOX_EVENTS.c.object_id == q])
     stmt = (
         select(*SUMMARY_COLUMNS)
         .where(or_(*conds))
-        .order_by(E.c.received_at.desc(), E.c.id.desc())
+        .order_by(INBOX_EVENTS.c.received_at.desc(), INBOX_EVENTS.c.id.desc())
         .limit(limit)
     )
     return [dict(r._mapping) for r in conn.execute(stmt)]

@@ -16,18 +16,17 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from reconciler.ops import rollup
-from reconciler.ops.sql import bucket_expr, pin_index
 from reconciler.ops.timerange import TimeRange
 from reconciler.storage.models import (
-    DISCREPANCIES,
     HOURLY_COUNTS,
     INBOX_EVENTS,
     QUEUE_SNAPSHOTS,
     QUEUE_SNAPSHOTS_HOURLY,
     RECON_RUNS,
-    DiscrepancyStatus,
     EventStatus,
 )
+from reconciler.storage.queries import open_discrepancies
+from reconciler.storage.sql import bucket_expr, pin_index
 from reconciler.storage.types import as_utc
 
 QUEUE_STATUSES = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED, EventStatus.DEAD)
@@ -227,23 +226,6 @@ def snapshot_series(
         old = best.get((b, s))
         best[(b, s)] = (n, a) if old is None else (max(old[0], n), max(old[1], a))
     return [SnapshotPoint(b, s, n, a) for (b, s), (n, a) in sorted(best.items())]
-
-
-def open_discrepancies(conn: Connection, sources: Sequence[str] = ()) -> dict[str, dict[str, int]]:
-    """Open discrepancies per source and kind."""
-    d = DISCREPANCIES
-    stmt = (
-        select(d.c.source, d.c.kind, func.count())
-        .where(d.c.status == DiscrepancyStatus.OPEN)
-        .group_by(d.c.source, d.c.kind)
-    )
-    if sources:
-        stmt = stmt.where(d.c.source.in_(sources))
-    stmt = pin_index(stmt, d, "ix_discrepancies_status_source_kind", conn.dialect)
-    out: dict[str, dict[str, int]] = {}
-    for source, kind, n in conn.execute(stmt):
-        out.setdefault(str(source), {})[str(kind)] = int(n)
-    return out
 
 
 def run_points(

@@ -19,7 +19,6 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, literal, select, update
 from sqlalchemy.engine import Dialect
 
-from reconciler.ops.sql import hour_expr
 from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import (
     DELIVERIES,
@@ -28,6 +27,7 @@ from reconciler.storage.models import (
     QUEUE_SNAPSHOTS_HOURLY,
     ROLLUP_MARKS,
 )
+from reconciler.storage.sql import hour_expr
 from reconciler.storage.types import as_utc
 
 HOUR = timedelta(hours=1)

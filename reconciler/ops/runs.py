@@ -9,10 +9,8 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from reconciler.config import Settings
-from reconciler.schedule import trigger_for
+from reconciler.cron import trigger_for
 from reconciler.storage.models import CURSORS, RECON_RUNS
-
-R = RECON_RUNS
 
 
 def recent_runs(
@@ -21,23 +19,23 @@ def recent_runs(
     """The newest runs first, with their duration in seconds."""
     stmt = (
         select(
-            R.c.run_id,
-            R.c.source,
-            R.c.trigger,
-            R.c.status,
-            R.c.started_at,
-            R.c.finished_at,
-            R.c.window_start,
-            R.c.window_end,
-            R.c.records_scanned,
-            R.c.counts,
-            R.c.error,
+            RECON_RUNS.c.run_id,
+            RECON_RUNS.c.source,
+            RECON_RUNS.c.trigger,
+            RECON_RUNS.c.status,
+            RECON_RUNS.c.started_at,
+            RECON_RUNS.c.finished_at,
+            RECON_RUNS.c.window_start,
+            RECON_RUNS.c.window_end,
+            RECON_RUNS.c.records_scanned,
+            RECON_RUNS.c.counts,
+            RECON_RUNS.c.error,
         )
-        .order_by(R.c.started_at.desc(), R.c.id.desc())
+        .order_by(RECON_RUNS.c.started_at.desc(), RECON_RUNS.c.id.desc())
         .limit(limit)
     )
     if sources:
-        stmt = stmt.where(R.c.source.in_(sources))
+        stmt = stmt.where(RECON_RUNS.c.source.in_(sources))
     out = []
     for row in conn.execute(stmt):
         item = dict(row._mapping)

@@ -18,7 +18,6 @@ from sqlalchemy import Connection, func, select
 from reconciler.reconcile.compare import csv_cell
 from reconciler.storage.models import DISCREPANCIES, DiscrepancyKind, DiscrepancyStatus
 
-D = DISCREPANCIES
 COLUMNS = (
     "discrepancy_id",
     "source",
@@ -53,22 +52,29 @@ class DiscrepancyFilter:
     def where(self) -> list[Any]:
         clauses: list[Any] = []
         if self.sources:
-            clauses.append(D.c.source.in_(self.sources))
+            clauses.append(DISCREPANCIES.c.source.in_(self.sources))
         if self.kinds:
             for k in self.kinds:
                 DiscrepancyKind(k)  # ValueError names a bad kind
-            clauses.append(D.c.kind.in_(self.kinds))
+            clauses.append(DISCREPANCIES.c.kind.in_(self.kinds))
         if self.status != "all":
-            clauses.append(D.c.status == DiscrepancyStatus(self.status))
+            clauses.append(DISCREPANCIES.c.status == DiscrepancyStatus(self.status))
         if self.since is not None:
-            clauses.append(D.c.last_seen_at >= self.since)
+            clauses.append(DISCREPANCIES.c.last_seen_at >= self.since)
         if self.run_id:
-            clauses.append((D.c.last_run_id == self.run_id) | (D.c.first_run_id == self.run_id))
+            clauses.append(
+                (DISCREPANCIES.c.last_run_id == self.run_id)
+                | (DISCREPANCIES.c.first_run_id == self.run_id)
+            )
         return clauses
 
 
 def count(conn: Connection, flt: DiscrepancyFilter) -> int:
-    return int(conn.execute(select(func.count()).select_from(D).where(*flt.where())).scalar_one())
+    return int(
+        conn.execute(
+            select(func.count()).select_from(DISCREPANCIES).where(*flt.where())
+        ).scalar_one()
+    )
 
 
 def iter_rows(
@@ -78,7 +84,10 @@ def iter_rows(
     last = 0
     while True:
         page = conn.execute(
-            select(D).where(D.c.id > last, *flt.where()).order_by(D.c.id).limit(batch)
+            select(DISCREPANCIES)
+            .where(DISCREPANCIES.c.id > last, *flt.where())
+            .order_by(DISCREPANCIES.c.id)
+            .limit(batch)
         ).all()
         if not page:
             return
@@ -131,17 +140,26 @@ def money_impact(conn: Connection, sources: tuple[str, ...] = ()) -> list[dict[s
     A diverged object counts once however many of its fields differ."""
     per_record = (
         select(
-            D.c.source, D.c.currency, D.c.kind, D.c.record_key, func.max(D.c.amount).label("amount")
+            DISCREPANCIES.c.source,
+            DISCREPANCIES.c.currency,
+            DISCREPANCIES.c.kind,
+            DISCREPANCIES.c.record_key,
+            func.max(DISCREPANCIES.c.amount).label("amount"),
         )
         .where(
-            D.c.status == DiscrepancyStatus.OPEN,
-            D.c.kind.in_(IMPACT_KINDS),
-            D.c.amount.is_not(None),
+            DISCREPANCIES.c.status == DiscrepancyStatus.OPEN,
+            DISCREPANCIES.c.kind.in_(IMPACT_KINDS),
+            DISCREPANCIES.c.amount.is_not(None),
         )
-        .group_by(D.c.source, D.c.currency, D.c.kind, D.c.record_key)
+        .group_by(
+            DISCREPANCIES.c.source,
+            DISCREPANCIES.c.currency,
+            DISCREPANCIES.c.kind,
+            DISCREPANCIES.c.record_key,
+        )
     )
     if sources:
-        per_record = per_record.where(D.c.source.in_(sources))
+        per_record = per_record.where(DISCREPANCIES.c.source.in_(sources))
     sub = per_record.subquery()
     rows = conn.execute(
         select(sub.c.source, sub.c.currency, sub.c.kind, func.count(), func.sum(sub.c.amount))

@@ -23,7 +23,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from connectors.base import Connector, Page, ScanOptions
 from connectors.errors import ConnectorError
-from connectors.factory import build_connector
 from reconciler.config import Settings, SourceSettings
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.reconcile import closing, history, judge
@@ -38,6 +37,7 @@ from reconciler.reconcile.store import (
     open_store,
 )
 from reconciler.reconcile.summary import RunSummary
+from reconciler.sources import build_connector
 from reconciler.states import RunStatus
 from reconciler.storage.engine import database_error
 from reconciler.storage.types import utcnow

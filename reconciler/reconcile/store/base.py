@@ -158,7 +158,8 @@ def compiled_text(stmt: Any, dialect: Dialect, columns: Iterable[str]) -> TextCl
     conversions as the statement's own). SQLAlchemy caches the compilation of a text construct,
     which it does not for the dialects' INSERT ... ON CONFLICT: a scan writes findings every page."""
     keys = list(columns)
-    compiled = stmt.compile(dialect=type(dialect)(paramstyle="named"), column_keys=keys)
+    named: Any = type(dialect)  # the same dialect with named parameters, for text()
+    compiled = stmt.compile(dialect=named(paramstyle="named"), column_keys=keys)
     binds = [
         bindparam(name, type_=bp.type) if name in keys else bindparam(name, bp.value, type_=bp.type)
         for bp, name in compiled.bind_names.items()

@@ -1,7 +1,7 @@
 """Operator actions as the dashboard calls them: each one transaction, each audited with the actor.
 
-The CLI's commands call the same underlying functions (``inbox.actions.replay_event``,
-``reconcile.actions``); these wrappers add what a button needs: a required reason, building and
+The CLI's commands call the same underlying functions (``inbox.replay.replay_event``,
+``reconcile.repair``); these wrappers add what a button needs: a required reason, building and
 closing the connector, and a one-line message for the page.
 """
 
@@ -12,14 +12,14 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from connectors.factory import build_connector
 from reconciler.audit import record_audit
 from reconciler.config import Settings
 from reconciler.errors import ActionRefusedError, ConfigError, HookledgerError
-from reconciler.inbox.actions import replay_event
+from reconciler.inbox.replay import replay_event
 from reconciler.ops.dead_letters import replay_many
-from reconciler.reconcile import actions as recon_actions
+from reconciler.reconcile import repair
 from reconciler.reconcile.run import Reconciler, RunSummary
+from reconciler.sources import build_connector
 from reconciler.storage.engine import make_engine
 from reconciler.storage.models import DiscrepancyStatus
 
@@ -53,7 +53,7 @@ def set_discrepancy_status(
 ) -> str:
     why = _reason(reason)
     with engine.begin() as conn:
-        recon_actions.set_status(conn, discrepancy_id, status, actor=actor, reason=why)
+        repair.set_status(conn, discrepancy_id, status, actor=actor, reason=why)
     return f"discrepancy {discrepancy_id} marked {status.value}"
 
 
@@ -73,7 +73,7 @@ def backfill_event(
         raise ConfigError(f"no source named '{source_name}' in the configuration")
     connector = build_connector(source)
     try:
-        result = recon_actions.backfill(
+        result = repair.backfill(
             engine, source, connector, event_id, actor=actor, reason=why, redeliver=redeliver
         )
     finally:

@@ -3,38 +3,40 @@ Every action is audited in the same transaction."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, select, update
 
 from connectors.base import Connector, Record
-from connectors.parsing import ParsedEvent, parse_github, parse_stripe
 from reconciler.audit import record_audit
 from reconciler.config import SourceSettings
 from reconciler.errors import ActionRefusedError, NotFoundError
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.reconcile.export import DiscrepancyFilter
+from reconciler.sources import provider
 from reconciler.storage.models import DISCREPANCIES, DeliveryOutcome, DiscrepancyStatus, EventOrigin
 from reconciler.storage.types import utcnow
-
-D = DISCREPANCIES
 
 
 def set_status(
     conn: Connection, discrepancy_id: int, status: DiscrepancyStatus, *, actor: str, reason: str
 ) -> None:
     row = conn.execute(
-        select(D.c.id, D.c.source, D.c.event_id, D.c.status).where(D.c.id == discrepancy_id)
+        select(
+            DISCREPANCIES.c.id,
+            DISCREPANCIES.c.source,
+            DISCREPANCIES.c.event_id,
+            DISCREPANCIES.c.status,
+        ).where(DISCREPANCIES.c.id == discrepancy_id)
     ).first()
     if row is None:
         raise NotFoundError(f"no discrepancy {discrepancy_id}")
     if not reason or not reason.strip():
         raise ActionRefusedError("a reason is required")
     conn.execute(
-        update(D)
-        .where(D.c.id == discrepancy_id)
+        update(DISCREPANCIES)
+        .where(DISCREPANCIES.c.id == discrepancy_id)
         .values(status=status, resolution=reason, resolved_at=utcnow())
     )
     record_audit(
@@ -54,11 +56,11 @@ def set_status_bulk(
 ) -> int:
     if not reason or not reason.strip():
         raise ActionRefusedError("a reason is required")
-    ids = [r[0] for r in conn.execute(select(D.c.id).where(*flt.where()))]
+    ids = [r[0] for r in conn.execute(select(DISCREPANCIES.c.id).where(*flt.where()))]
     if ids:
         conn.execute(
-            update(D)
-            .where(D.c.id.in_(ids))
+            update(DISCREPANCIES)
+            .where(DISCREPANCIES.c.id.in_(ids))
             .values(status=status, resolution=reason, resolved_at=utcnow())
         )
     record_audit(
@@ -81,26 +83,7 @@ class BackfillResult:
 
 def _incoming(source: SourceSettings, record: Record) -> IncomingEvent:
     """The fetched record as the receiver would have stored it."""
-    if source.kind == "stripe":
-        body = json.dumps(dict(record.payload)).encode()
-        parsed = parse_stripe({}, body)
-    elif source.kind == "github":
-        request = record.payload.get("request")
-        request = request if isinstance(request, dict) else {}
-        body = json.dumps(request.get("payload") or {}).encode()
-        headers = {k.lower(): str(v) for k, v in (request.get("headers") or {}).items()}
-        headers.setdefault("x-github-delivery", str(record.event_id))
-        headers.setdefault("x-github-event", str(record.object_type or ""))
-        parsed = parse_github(headers, body)
-    else:
-        body = json.dumps(dict(record.payload)).encode()
-        parsed = ParsedEvent(
-            event_id=str(record.event_id),
-            event_type=record.event_type,
-            object_type=record.object_type,
-            object_id=record.object_id,
-            occurred_at=record.occurred_at,
-        )
+    parsed, body = provider(source.kind).as_delivery(record)
     return IncomingEvent(
         source=source.name,
         parsed=parsed,

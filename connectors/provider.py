@@ -1,0 +1,95 @@
+"""What hookledger knows of one provider, in one value: registered once in ``connectors.registry``.
+
+The inbox, the reconciler and the dashboard ask a provider (and its connector's capabilities); none
+of them compares a source's kind with a provider's name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectors.base import Connector, Record
+from connectors.http import ProviderClient
+from connectors.options import SourceOptions
+from connectors.parsing import ParsedEvent
+
+# (base URL, headers, where the credentials come from) -> an HTTP client with the retry policy
+ClientFactory = Callable[[str, dict[str, str], str], ProviderClient]
+# (options, lower-cased headers, body, signing secrets, now) -> the event, or RejectedDelivery
+Verify = Callable[[SourceOptions, Mapping[str, str], bytes, tuple[str, ...], float], ParsedEvent]
+
+
+def scheme(
+    check: Callable[[Mapping[str, str], bytes, tuple[str, ...]], None],
+    parse: Callable[[Mapping[str, str], bytes], ParsedEvent],
+) -> Verify:
+    """A signature over the headers and body alone (GitHub, Shopify), then the event read."""
+
+    def verify(
+        options: SourceOptions,
+        headers: Mapping[str, str],
+        body: bytes,
+        secrets: tuple[str, ...],
+        now: float,
+    ) -> ParsedEvent:
+        check(headers, body, secrets)
+        return parse(headers, body)
+
+    return verify
+
+
+def timed_scheme(
+    check: Callable[..., None], parse: Callable[[Mapping[str, str], bytes], ParsedEvent]
+) -> Verify:
+    """A signature that also carries its time, refused outside ``tolerance_seconds`` (Stripe,
+    Standard Webhooks), then the event read."""
+
+    def verify(
+        options: SourceOptions,
+        headers: Mapping[str, str],
+        body: bytes,
+        secrets: tuple[str, ...],
+        now: float,
+    ) -> ParsedEvent:
+        check(headers, body, secrets, now=now, tolerance=options.tolerance_seconds)
+        return parse(headers, body)
+
+    return verify
+
+
+def record_as_delivery(record: Record) -> tuple[ParsedEvent, bytes]:
+    """A fetched record stored as if it had been delivered: its payload as the body."""
+    body = json.dumps(dict(record.payload)).encode()
+    parsed = ParsedEvent(
+        event_id=str(record.event_id),
+        event_type=record.event_type,
+        object_type=record.object_type,
+        object_id=record.object_id,
+        occurred_at=record.occurred_at,
+    )
+    return parsed, body
+
+
+def no_rule(values: Mapping[str, Any]) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Provider:
+    kind: str
+    verify: Verify  # check a delivery's signature, then read its identity
+    # its list API; None where hookledger cannot read one
+    build: Callable[[SourceOptions, ClientFactory], Connector] | None = None
+    # config keys only this provider (and the others that name them) takes
+    keys: tuple[str, ...] = ()
+    # the rule across its keys (the source's configured values in, a problem or None out)
+    validate: Callable[[Mapping[str, Any]], str | None] = no_rule
+    # a fetched record stored as the receiver would have stored its delivery (backfill)
+    as_delivery: Callable[[Record], tuple[ParsedEvent, bytes]] = record_as_delivery
+    # request headers that carry a secret for this source, beyond the common ones
+    sensitive_headers: Callable[[SourceOptions], frozenset[str]] = field(
+        default=lambda options: frozenset()
+    )

@@ -1,0 +1,41 @@
+"""A configured source as its provider sees it: ``connectors.options.SourceOptions`` with the secrets
+resolved from the environment, and the connector built from it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from connectors.base import Connector
+from connectors.options import SourceOptions
+from connectors.registry import build_connector as build_from_options
+from connectors.registry import provider
+from reconciler.config import SourceSettings
+
+_FIELDS = tuple(
+    f.name for f in dataclasses.fields(SourceOptions) if f.name not in ("api_key", "private_key")
+)
+
+__all__ = ["build_connector", "options_of", "provider"]
+
+
+def options_of(
+    source: SourceSettings, environ: Mapping[str, str] | None = None, *, secrets: bool = True
+) -> SourceOptions:
+    """The source's options; with ``secrets``, its API and private keys read from the environment
+    (a variable that is named but not set is a ConfigError naming it)."""
+    values: dict[str, Any] = {name: getattr(source, name) for name in _FIELDS}
+    if secrets and source.api_key_env:
+        values["api_key"] = source.api_key(environ)
+    if secrets and source.private_key_env:
+        values["private_key"] = source.private_key(environ)
+    return SourceOptions(**values)
+
+
+def build_connector(
+    source: SourceSettings, *, environ: Mapping[str, str] | None = None, **client: Any
+) -> Connector:
+    """The connector of a configured source (``client``: the HTTP client's transport, retry
+    policy, sleep, rng and timeout, for tests)."""
+    return build_from_options(options_of(source, environ), **client)

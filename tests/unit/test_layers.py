@@ -1,0 +1,107 @@
+"""The floors of the code point one way: each module imports only its own floor and those below.
+
+connectors/ (the providers) is the bottom floor and imports nothing of hookledger's above it; the
+dashboard is the top one and nothing imports it. The test reads the import statements (no module is
+imported), so a new arrow the wrong way fails here, naming both ends.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# bottom to top; a module belongs to the floor of the longest prefix that names it
+FLOORS: list[tuple[str, ...]] = [
+    ("connectors",),
+    (
+        "reconciler",  # the package's own __init__
+        "reconciler.errors",
+        "reconciler.states",
+        "reconciler.logs",
+        "reconciler.config",
+        "reconciler.cron",
+        "reconciler.process",
+        "reconciler.storage",
+        "reconciler.cursors",
+        "reconciler.audit",
+        "reconciler.sources",
+    ),
+    ("reconciler.inbox",),
+    ("reconciler.reconcile",),
+    ("reconciler.ops",),
+    ("reconciler.schedule", "reconciler.demo", "reconciler.dashboard_process"),
+    ("reconciler.cli",),
+    ("dashboard",),
+]
+
+
+def floor_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None  # (prefix length, floor)
+    for floor, prefixes in enumerate(FLOORS):
+        for prefix in prefixes:
+            named = module == prefix or module.startswith(prefix + ".")
+            if named and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), floor)
+    return None if best is None else best[1]
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for package in ("connectors", "reconciler", "dashboard"):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            out[name] = path
+    return out
+
+
+def imports(path: Path, module: str) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the importing module's package
+                base = (
+                    module.split(".")[: -node.level]
+                    if path.name != "__init__.py"
+                    else module.split(".")[: len(module.split(".")) - node.level + 1]
+                )
+                found.add(".".join([*base, *([node.module] if node.module else [])]))
+            elif node.module:
+                found.add(node.module)
+    return found
+
+
+def test_every_module_has_a_floor() -> None:
+    assert [m for m in modules() if floor_of(m) is None] == []
+
+
+def test_imports_point_down_or_sideways_never_up() -> None:
+    wrong = []
+    for module, path in sorted(modules().items()):
+        mine = floor_of(module)
+        assert mine is not None
+        for target in sorted(imports(path, module)):
+            theirs = floor_of(target)
+            if theirs is not None and theirs > mine:
+                wrong.append(f"{module} (floor {mine}) imports {target} (floor {theirs})")
+    assert wrong == []
+
+
+def test_connectors_import_nothing_of_the_reconciler_or_the_dashboard() -> None:
+    wrong = [
+        f"{module} imports {target}"
+        for module, path in modules().items()
+        if module.startswith("connectors")
+        for target in imports(path, module)
+        if target.split(".")[0] in ("reconciler", "dashboard")
+    ]
+    assert wrong == []
+
+
+def test_the_floor_rules_catch_an_arrow_the_wrong_way() -> None:
+    assert floor_of("connectors.stripe") == 0 and floor_of("dashboard.pages.events") == 7
+    assert floor_of("reconciler.reconcile.store.sqlite") == 3
+    assert floor_of("reconciler.storage.models") < floor_of("reconciler.inbox.worker")  # type: ignore[operator]
