@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -32,6 +31,7 @@ from connectors.errors import (
     NotFoundError,
     UnavailableError,
 )
+from connectors.retry import full_jitter, parse_retry_after, transient_status
 
 if TYPE_CHECKING:
     import httpx
@@ -62,15 +62,9 @@ def redact_url(url: str | httpx.URL) -> str:
 
 def retry_after_seconds(response: httpx.Response, now: float) -> float | None:
     """The wait the provider asks for, if any."""
-    value = response.headers.get("retry-after")
-    if value:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            try:
-                return max(0.0, parsedate_to_datetime(value).timestamp() - now)
-            except (TypeError, ValueError):
-                pass
+    asked = parse_retry_after(response.headers.get("retry-after"), now)
+    if asked is not None:
+        return asked
     if response.headers.get("x-ratelimit-remaining") == "0":
         reset = response.headers.get("x-ratelimit-reset")
         if reset and reset.isdigit():
@@ -163,7 +157,7 @@ class ProviderClient:
                 if is_rate_limited(response):
                     last = f"HTTP {response.status_code} (rate limited)"
                     delay = retry_after_seconds(response, time.time()) or self._backoff(attempt)
-                elif response.status_code >= 500:
+                elif transient_status(response.status_code):
                     last = f"HTTP {response.status_code}"
                     delay = self._backoff(attempt)
                 elif response.status_code in (401, 403):
@@ -210,8 +204,7 @@ class ProviderClient:
             ) from None
 
     def _backoff(self, attempt: int) -> float:
-        ceiling = min(self.policy.max_delay, self.policy.base_delay * 2 ** (attempt - 1))
-        return self._rng.uniform(0, ceiling)
+        return full_jitter(attempt, self.policy.base_delay, self.policy.max_delay, self._rng)
 
     def _pace(self, response: httpx.Response) -> None:
         """Stay inside Shopify's leaky bucket instead of running into its 429s."""
@@ -234,8 +227,8 @@ class ProviderClient:
 def with_query(url: str, params: Any) -> tuple[str, Any]:
     """``url`` with ``params`` encoded onto it by httpx's own encoder (``httpx.QueryParams``: the same
     query string, byte for byte), and no params left to pass. Given as ``params=``, httpx parses and
-    rebuilds the URL twice more for every request: 0.75 against 0.64 ms of CPU a request here, and a
-    scan requests every page from its paging thread. A URL that has a query already (a ``Link``
+    rebuilds the URL twice more for every request, and a scan requests every page from its paging
+    thread. A URL that has a query already (a ``Link``
     header's next page) is left to httpx, which merges the two."""
     if not params or "?" in url:
         return url, params
@@ -245,8 +238,8 @@ def with_query(url: str, params: Any) -> tuple[str, Any]:
 
 
 def decode_json(content: bytes) -> Any:
-    """A provider's JSON document. orjson decodes a page of 100 Stripe events in 0.35 ms against
-    0.89 ms for ``json`` (a scan decodes every page); what it refuses and ``json`` accepts (a byte order
+    """A provider's JSON document. orjson decodes a page in well under half the time ``json`` takes
+    (a scan decodes every page; docs/benchmarks.md); what it refuses and ``json`` accepts (a byte order
     mark, NaN) falls back to ``json``. Integers beyond 64 bits come back as floats (no provider API
     sends them: ids are strings or 64-bit, amounts are minor units)."""
     try:
@@ -303,8 +296,8 @@ def fetch_ahead(
     as soon as it has decoded one (``following`` reads the next cursor off it), without waiting for
     the caller to take the page: records are built and the page's database work is done while the
     next request is out. At most one request is in flight and one decoded page waits in the hand-over
-    queue. Measured at 100k Stripe events: the next request left 0.5-1 ms a page later when it was
-    submitted by the caller on taking a page (waking the caller, then handing the interpreter back).
+    queue. Submitting the next request from the caller, on taking a page, sent it later every page
+    (waking the caller, then handing the interpreter back).
 
     An error raised by ``fetch`` or ``following`` is raised to the caller, after the pages before it.
     Closing the generator (the caller stops early, or fails) stops the worker after its current

@@ -18,10 +18,10 @@ from sqlalchemy import Engine, insert
 
 from reconciler.config import Settings
 from reconciler.cron import trigger_for
-from reconciler.errors import HookledgerError
 from reconciler.inbox.metrics import oldest_unprocessed
 from reconciler.ops.rollup import record_snapshot_hourly, roll_up
 from reconciler.reconcile.run import Reconciler, RunSummary, reconcilable_sources
+from reconciler.reconcile.sweep import reconcile_sources
 from reconciler.storage.models import QUEUE_SNAPSHOTS
 from reconciler.storage.types import utcnow
 
@@ -57,15 +57,9 @@ def reconcile_all(
     reconciler: Reconciler, settings: Settings, trigger: str = "schedule"
 ) -> list[RunSummary]:
     """Every reconcilable source, one after another; one source failing does not stop the others."""
-    out = []
-    for source in reconcilable_sources(settings):
-        try:
-            out.append(reconciler.run(source.name, trigger=trigger))
-        except HookledgerError as exc:
-            log.error(
-                "reconciliation of %s failed: %s", source.name, exc, extra={"source": source.name}
-            )
-    return out
+    names = [source.name for source in reconcilable_sources(settings)]
+    outcomes = reconcile_sources(reconciler, names, trigger=trigger)
+    return [o.summary for o in outcomes if o.summary is not None]
 
 
 def build_scheduler(

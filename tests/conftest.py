@@ -26,6 +26,8 @@ from reconciler.storage.migrate import upgrade
 from reconciler.storage.models import Base
 from reconciler.storage.testing import scratch_postgres_schema
 
+pytest_plugins = ["tests.scenario"]  # the shared reconciliation scenario fixture
+
 # Public example payloads and signature vectors, copied from shared/fixtures/providers (their sources
 # and licences are in tests/fixtures/providers/README.md) so that a plain clone's tests pass anywhere.
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "providers"

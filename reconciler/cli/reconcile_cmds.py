@@ -125,8 +125,7 @@ def _sources(settings: Any, names: list[str]) -> list[Any]:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    from reconciler.reconcile.run import Reconciler
-    from reconciler.storage.engine import make_engine
+    from reconciler.reconcile.sweep import reconcile_sources, reconciler_for
 
     loaded = load(args)
     settings = loaded.settings
@@ -136,38 +135,40 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             "no source to reconcile: give --source or configure a source with an API key"
         )
     engine = open_engine(loaded)
-    business = make_engine(settings.business.url, readonly=True) if settings.business.url else None
-    reconciler = Reconciler(engine, settings, business_engine=business)
-    summaries, failed = [], False
     progress, task_ids = _progress(not args.json and sys.stderr.isatty())
+
+    def progress_for(name: str) -> Any:
+        if progress is None:
+            return None
+        task_ids[name] = progress.add_task(name, total=None)
+        return lambda source, n: progress.update(task_ids[source], completed=n)
+
     if args.owns_process:
         freeze_startup_objects()
     try:
-        for source in sources:
-            hook = None
-            if progress is not None:
-                task_ids[source.name] = progress.add_task(source.name, total=None)
-                hook = lambda name, n: progress.update(task_ids[name], completed=n)  # noqa: E731
-            try:
-                summary = reconciler.run(
-                    source.name,
-                    trigger="cli",
-                    full=args.full,
-                    since=args.since,
-                    dry_run=args.dry_run,
-                    progress=hook,
-                )
-                summaries.append(summary.to_json())
-            except HookledgerError as exc:
-                failed = True
-                summaries.append({"source": source.name, "status": "failed", "error": str(exc)})
-                print(f"hookledger: error: {exc}", file=sys.stderr)
+        with reconciler_for(engine, settings) as reconciler:
+            outcomes = reconcile_sources(
+                reconciler,
+                [source.name for source in sources],
+                trigger="cli",
+                full=args.full,
+                since=args.since,
+                dry_run=args.dry_run,
+                progress_for=progress_for,
+            )
     finally:
         if progress is not None:
             progress.stop()
         engine.dispose()
-        if business is not None:
-            business.dispose()
+    summaries: list[dict[str, Any]] = []
+    failed = False
+    for outcome in outcomes:
+        if outcome.summary is None:
+            failed = True
+            summaries.append({"source": outcome.source, "status": "failed", "error": outcome.error})
+            print(f"hookledger: error: {outcome.error}", file=sys.stderr)
+        else:
+            summaries.append(outcome.summary.to_json())
     impact = _impact(loaded, [s.name for s in sources])
     if args.json:
         print(json.dumps({"runs": summaries, "money_impact": impact}, indent=2, default=str))
@@ -338,30 +339,26 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 def cmd_schedule(args: argparse.Namespace) -> int:
     import signal
 
-    from reconciler.reconcile.run import Reconciler
+    from reconciler.reconcile.sweep import reconciler_for
     from reconciler.schedule import build_scheduler
-    from reconciler.storage.engine import make_engine
 
     loaded = load(args)
     settings = loaded.settings
     engine = open_engine(loaded)
-    business = make_engine(settings.business.url, readonly=True) if settings.business.url else None
-    reconciler = Reconciler(engine, settings, business_engine=business)
     try:
-        scheduler = build_scheduler(engine, settings, reconciler, run_now=args.run_now)
-        if args.owns_process:
-            freeze_startup_objects()
-        signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
-        print(
-            f"scheduler started: reconcile on '{settings.reconcile.schedule}' "
-            f"({settings.reconcile.timezone}), queue snapshot every "
-            f"{settings.reconcile.snapshot_interval_seconds}s",
-            file=sys.stderr,
-            flush=True,
-        )
-        scheduler.start()
+        with reconciler_for(engine, settings) as reconciler:
+            scheduler = build_scheduler(engine, settings, reconciler, run_now=args.run_now)
+            if args.owns_process:
+                freeze_startup_objects()
+            signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
+            print(
+                f"scheduler started: reconcile on '{settings.reconcile.schedule}' "
+                f"({settings.reconcile.timezone}), queue snapshot every "
+                f"{settings.reconcile.snapshot_interval_seconds}s",
+                file=sys.stderr,
+                flush=True,
+            )
+            scheduler.start()
     finally:
         engine.dispose()
-        if business is not None:
-            business.dispose()
     return EXIT_OK

@@ -4,20 +4,21 @@ Transient: connection errors, timeouts, HTTP 408, 429 and 5xx, :class:`Transient
 operational errors (locks, lost connections). Permanent: other 4xx (and 3xx: redirects are not
 followed), :class:`PermanentError`, and data errors in a handler (``ValueError``, ``KeyError``,
 ``TypeError``, integrity violations, values a column cannot hold) which the same input will raise again.
-Backoff is exponential with full jitter: ``uniform(0, min(max, base * 2 ** (attempt - 1)))``.
+Backoff and ``Retry-After`` are the project's one policy (``connectors.retry``), shared with the
+providers' HTTP client.
 """
 
 from __future__ import annotations
 
-import random
-from email.utils import parsedate_to_datetime
+import time
 
 import httpx
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
+from connectors.retry import full_jitter, transient_status
+from connectors.retry import parse_retry_after as retry_after_at
 from reconciler.errors import PermanentError, TransientError
 from reconciler.storage.models import ErrorClass
-from reconciler.storage.types import utcnow
 
 PERMANENT_TYPES: tuple[type[BaseException], ...] = (
     PermanentError,
@@ -51,30 +52,12 @@ def classify_status(status_code: int) -> ErrorClass | None:
     """None for success (2xx)."""
     if 200 <= status_code < 300:
         return None
-    if status_code in (408, 429) or status_code >= 500:
-        return ErrorClass.TRANSIENT
-    return ErrorClass.PERMANENT
+    return ErrorClass.TRANSIENT if transient_status(status_code) else ErrorClass.PERMANENT
 
 
-def backoff_delay(
-    attempt: int, base: float, maximum: float, rng: random.Random | None = None
-) -> float:
-    """Seconds to wait after failed attempt number ``attempt`` (1-based), full jitter."""
-    ceiling = min(maximum, base * (2 ** max(0, attempt - 1)))
-    return (rng or random).uniform(0, ceiling)
+backoff_delay = full_jitter  # seconds after failed attempt ``attempt`` (1-based), full jitter
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, (when - utcnow()).total_seconds())
+    """``Retry-After`` as seconds from now: delta-seconds or an HTTP date."""
+    return retry_after_at(value, time.time())

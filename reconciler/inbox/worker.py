@@ -62,7 +62,7 @@ class _LeaseLost(Exception):
 
 
 # Built once: per-event statements built per call spend most of their time in SQLAlchemy's
-# coercion and cache-key code (bench/worker.py measured 3x fewer events/s that way).
+# coercion and cache-key code.
 _OWNED = (
     EVENTS.c.id == bindparam("b_id"),
     EVENTS.c.lease_owner == bindparam("b_owner"),

@@ -18,9 +18,9 @@ from reconciler.errors import ActionRefusedError, ConfigError, HookledgerError
 from reconciler.inbox.replay import replay_event
 from reconciler.ops.dead_letters import replay_many
 from reconciler.reconcile import repair
-from reconciler.reconcile.run import Reconciler, RunSummary
+from reconciler.reconcile.run import RunSummary
+from reconciler.reconcile.sweep import reconciler_for
 from reconciler.sources import build_connector
-from reconciler.storage.engine import make_engine
 from reconciler.storage.models import DiscrepancyStatus
 
 
@@ -90,19 +90,14 @@ def reconcile_now(
     progress: Callable[[str, int], None] | None = None,
 ) -> RunSummary:
     """One reconciliation of one source (trigger ``dashboard``), audited with who asked for it."""
-    business = make_engine(settings.business.url, readonly=True) if settings.business.url else None
     try:
-        summary = Reconciler(engine, settings, business_engine=business).run(
-            source_name, trigger="dashboard", progress=progress
-        )
+        with reconciler_for(engine, settings) as reconciler:
+            summary = reconciler.run(source_name, trigger="dashboard", progress=progress)
     except HookledgerError as exc:  # a failed run was asked for too: audited with its reason
         _audit_reconcile(
             engine, actor, source_name, None, {"status": "failed", "error": str(exc)[:2000]}
         )
         raise
-    finally:
-        if business is not None:
-            business.dispose()
     detail = {"status": summary.status, "scanned": summary.records_scanned}
     _audit_reconcile(engine, actor, source_name, f"run:{summary.run_id}", detail)
     return summary

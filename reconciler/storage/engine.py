@@ -5,8 +5,7 @@ transactions, the documented WAL trade-off), a busy timeout, foreign keys on, an
 every transaction so that two writers queue on the busy timeout instead of failing with "database is
 locked" when a read lock cannot be upgraded. ``wal_autocheckpoint`` is raised from 1,000 to 10,000
 pages (a WAL of up to ~40 MB): checkpoints still run right after a commit, so the WAL restarts, but
-index pages rewritten by many commits are copied back once; measured ~25 us less per stored event
-(docs/benchmarks.md).
+index pages rewritten by many commits are copied back once (docs/benchmarks.md has the figures).
 """
 
 from __future__ import annotations
@@ -100,8 +99,8 @@ def _configure_postgres(engine: Engine) -> None:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # psycopg prepares a statement after 5 runs, and PostgreSQL may then use a generic plan that
         # cannot see an IN list's values: for "source = $1 AND event_id IN (...)" it scanned every row
-        # of the source through the (source, received_at) index, making each reconcile page O(table)
-        # (bench/reconcile.py: 45 ms instead of ~1 ms per page at 10k events). Plan each execution.
+        # of the source through the (source, received_at) index, making each reconcile page O(table).
+        # Plan each execution.
         dbapi_connection.execute("SET plan_cache_mode = force_custom_plan")
         dbapi_connection.commit()
 

@@ -15,7 +15,7 @@ def _sqlite_from_hint(self: SQLiteCompiler, table: Any, text: str) -> str:
 
 # SQLAlchemy renders ``with_hint`` table hints only for dialects that opt in (MySQL, Oracle, MSSQL);
 # SQLite's ``INDEXED BY`` goes right after the table name, where a table hint is rendered, so opt in.
-# Checked by tests/test_dashboard_queries.py (the plans name the pinned index).
+# Checked by tests/integration/test_dashboard_queries.py (the plans name the pinned index).
 SQLiteCompiler.get_from_hint_text = _sqlite_from_hint  # type: ignore[method-assign,assignment]
 
 
@@ -45,7 +45,7 @@ def pin_index(stmt: Any, table: Table, index: str, dialect: Dialect) -> Any:
     """Pin SQLite to the index the query was designed for.
 
     SQLite's planner picks the wrong one easily when two indexes start with usable columns (a 24-hour
-    count measured 545 ms with the wrong index, 5.5 ms with the right one). ``INDEXED BY`` also turns a
+    count was a hundred times slower with the wrong one: docs/benchmarks.md). ``INDEXED BY`` also turns a
     dropped index into an error instead of a silent full scan. PostgreSQL's planner uses statistics.
     """
     if dialect.name == "sqlite":

@@ -7,8 +7,8 @@ Create Date: 2026-11-30 23:30:00
 A page's ids (100 Stripe ids: ~3.2 kB of JSON) are over PostgreSQL's default TOAST threshold (~2 kB):
 each page's row was compressed (random ids barely compress) and moved out of line into the TOAST
 table, an extra heap and index insert. ``toast_tuple_target`` at its maximum keeps rows up to a heap
-page inline and uncompressed; larger ones (a page of thousands of ids) are still toasted. Measured:
-191 -> 111 us an insert, and a little less space. SQLite has no TOAST: nothing to do there.
+page inline and uncompressed; larger ones (a page of thousands of ids) are still toasted
+(docs/benchmarks.md has the figures). SQLite has no TOAST: nothing to do there.
 """
 
 from alembic import op

@@ -16,7 +16,7 @@ from reconciler.storage.migrate import upgrade
 from reconciler.storage.models import AUDIT_LOG, DISCREPANCIES, INBOX_EVENTS, RECON_RUNS
 from tests.dashboard_data import Expected, seed, write_config
 
-APP = str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 KPI_LABELS = (
     "Accepted",
     "Duplicate",

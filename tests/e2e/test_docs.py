@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from reconciler.cli.main import build_parser
 from reconciler.config import CheckSettings, DashboardAuthSettings, Settings
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def _reference_rows() -> set[tuple[str, str]]:

@@ -229,5 +229,5 @@ def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> N
             finally:
                 browser.close()
     if os.environ.get("HOOKLEDGER_UPDATE_SCREENSHOT") == "1":
-        docs = Path(__file__).resolve().parents[1] / "docs" / "dashboard.png"
+        docs = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
         shutil.copyfile(ARTIFACTS / "demo-overview.png", docs)

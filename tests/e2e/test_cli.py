@@ -18,9 +18,9 @@ from sqlalchemy import Engine, select
 from reconciler.cli.main import main
 from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS
 from tests.deliveries import stripe_delivery
-from tests.test_worker import put
+from tests.integration.test_worker import put
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_config(tmp_path: Path, db_url: str, port: int = 8000) -> Path:

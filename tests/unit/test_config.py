@@ -10,7 +10,7 @@ from reconciler.cli.main import main
 from reconciler.config import load_config
 from reconciler.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_config_loads_as_is() -> None:

@@ -1,0 +1,71 @@
+"""Reconciling sources one after another: the loop the CLI, the scheduler and the dashboard share.
+
+One source failing never stops the others; each outcome says what happened to its source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine
+
+from reconciler.config import Settings
+from reconciler.errors import HookledgerError
+from reconciler.reconcile.run import ProgressHook, Reconciler, RunSummary
+from reconciler.storage.engine import make_engine
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    source: str
+    summary: RunSummary | None  # None: the run failed
+    error: str | None = None
+
+
+@contextlib.contextmanager
+def reconciler_for(engine: Engine, settings: Settings) -> Iterator[Reconciler]:
+    """A reconciler on the inbox's engine, with the business tables' own read-only engine when
+    ``[business] url`` names one (disposed afterwards)."""
+    url = settings.business.url
+    business = make_engine(url, readonly=True) if url else None
+    try:
+        yield Reconciler(engine, settings, business_engine=business)
+    finally:
+        if business is not None:
+            business.dispose()
+
+
+def reconcile_sources(
+    reconciler: Reconciler,
+    sources: Sequence[str],
+    *,
+    trigger: str,
+    full: bool = False,
+    since: datetime | None = None,
+    dry_run: bool = False,
+    progress_for: Callable[[str], ProgressHook | None] | None = None,
+) -> list[Outcome]:
+    """Each source in turn; a failure is logged and kept in its outcome."""
+    out = []
+    for name in sources:
+        try:
+            summary = reconciler.run(
+                name,
+                trigger=trigger,
+                full=full,
+                since=since,
+                dry_run=dry_run,
+                progress=progress_for(name) if progress_for else None,
+            )
+        except HookledgerError as exc:
+            log.error("reconciliation of %s failed: %s", name, exc, extra={"source": name})
+            out.append(Outcome(name, None, str(exc)))
+        else:
+            out.append(Outcome(name, summary))
+    return out

@@ -1,0 +1,81 @@
+"""The one retry policy (``connectors.retry``) and the worker's classification of failures
+(``reconciler.inbox.retry``), no I/O."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from email.utils import format_datetime
+
+import httpx
+import pytest
+
+from connectors.retry import full_jitter, parse_retry_after, transient_status
+from reconciler.errors import PermanentError, TransientError
+from reconciler.inbox.retry import backoff_delay, classify_exception, classify_status
+from reconciler.inbox.retry import parse_retry_after as retry_after_from_now
+from reconciler.states import ErrorClass
+
+
+def test_backoff_is_exponential_with_full_jitter() -> None:
+    rng = random.Random(1)
+    samples = [backoff_delay(4, 2.0, 3600.0, rng) for _ in range(2000)]
+    assert min(samples) >= 0 and max(samples) <= 16.0
+    assert 6.0 < sum(samples) / len(samples) < 10.0  # uniform(0, 16) has mean 8
+    assert max(backoff_delay(30, 2.0, 60.0, rng) for _ in range(200)) <= 60.0
+    assert backoff_delay is full_jitter  # the worker and the HTTP client share it
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("7", 7.0),
+        (" 2.5 ", 2.5),
+        ("-3", 0.0),
+        (format_datetime(datetime(2026, 12, 1, 12, 0, 30, tzinfo=UTC), usegmt=True), 30.0),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # in the past: at once
+        ("soon", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_retry_after_is_delta_seconds_or_an_http_date(
+    value: str | None, seconds: float | None
+) -> None:
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC).timestamp()
+    assert parse_retry_after(value, now) == seconds
+
+
+@pytest.mark.parametrize(
+    ("status", "transient"),
+    [
+        (408, True),
+        (429, True),
+        (500, True),
+        (503, True),
+        (301, False),
+        (400, False),
+        (404, False),
+        (422, False),
+    ],
+)
+def test_which_http_answers_are_worth_another_attempt(status: int, transient: bool) -> None:
+    assert transient_status(status) is transient
+    assert classify_status(status) is (ErrorClass.TRANSIENT if transient else ErrorClass.PERMANENT)
+
+
+def test_classification_of_failures() -> None:
+    assert classify_status(204) is None
+    assert classify_exception(TransientError()) is ErrorClass.TRANSIENT
+    assert classify_exception(httpx.ConnectError("x")) is ErrorClass.TRANSIENT
+    assert classify_exception(PermanentError()) is ErrorClass.PERMANENT
+    assert classify_exception(KeyError("amount")) is ErrorClass.PERMANENT
+    from sqlalchemy.exc import DataError
+
+    assert (
+        classify_exception(DataError("INSERT", {}, Exception("out of range")))
+        is ErrorClass.PERMANENT
+    )
+    assert classify_exception(RuntimeError("surprise")) is ErrorClass.TRANSIENT
+    assert retry_after_from_now("7") == 7.0
+    assert retry_after_from_now("soon") is None
