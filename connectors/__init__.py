@@ -1,1 +1,3 @@
-"""Provider connectors: page each provider's own API from a persisted cursor (see issue #3)."""
+"""The providers, the bottom floor: one module per provider (its connector, signature scheme, delivery
+parsing and config keys, registered in ``connectors.registry``), the exception root, the one retry
+policy, the sandbox provider and in-memory test connectors. Imports nothing of ``reconciler``."""

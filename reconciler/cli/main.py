@@ -4,20 +4,18 @@ function that the dashboard and the scheduler call too. Errors print their messa
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler import __version__
 from reconciler.audit import default_actor
-from reconciler.cli import dashboard_cmd, reconcile_cmds
+from reconciler.cli import dashboard_cmd, event_cmds, reconcile_cmds
 from reconciler.cli.common import check_port, check_sources, load, open_engine
 from reconciler.config import DEFAULT_CONFIG_PATH
 from reconciler.errors import ConfigError, HookledgerError
@@ -67,15 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--once", action="store_true", help="process what is due, then exit")
     p.add_argument("--concurrency", type=int, help="worker threads (default: [worker] concurrency)")
     p.set_defaults(func=cmd_worker)
-
-    p = sub.add_parser(
-        "replay", parents=[parent], help="put an event back to pending, keeping its event id"
-    )
-    p.add_argument("event_id", metavar="EVENT_ID")
-    p.add_argument("--source", required=True, help="source name")
-    p.add_argument("--reason", help="why (kept in the audit log)")
-    p.add_argument("--actor", default=None, help="who (default: the OS user)")
-    p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser(
         "sandbox",
@@ -136,22 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_prune)
 
     reconcile_cmds.register(sub, parent)
+    event_cmds.register(sub, parent)
     dashboard_cmd.register(sub, parent)
 
-    events = sub.add_parser("events", parents=[parent], help="inspect inbox events")
-    esub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
-    p = esub.add_parser(
-        "show", parents=[parent], help="an event with its deliveries, attempts and audit trail"
-    )
-    p.add_argument("event_id", metavar="EVENT_ID")
-    p.add_argument("--source", required=True, help="source name")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument(
-        "--raw",
-        action="store_true",
-        help="show the payload as stored (default: secrets, mask_fields and payment data masked)",
-    )
-    p.set_defaults(func=cmd_events_show)
     return parser
 
 
@@ -331,106 +307,6 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         send_plan=send_plan,
         log_level=settings.logging.level.lower(),
     )
-    return EXIT_OK
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    from reconciler.inbox.replay import replay_event
-
-    loaded = load(args)
-    engine = open_engine(loaded)
-    try:
-        with engine.begin() as conn:
-            result = replay_event(
-                conn,
-                source=args.source,
-                event_id=args.event_id,
-                actor=args.actor or default_actor(),
-                reason=args.reason,
-            )
-    finally:
-        engine.dispose()
-    print(
-        f"event {result.event_id} from {result.source}: {result.previous_status} -> pending "
-        "(replay recorded in the audit log)"
-    )
-    return EXIT_OK
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        try:
-            return value.decode()
-        except UnicodeDecodeError:
-            return value.hex()
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def cmd_events_show(args: argparse.Namespace) -> int:
-    from reconciler.inbox.replay import event_detail
-    from reconciler.ops.masking import Masker
-
-    loaded = load(args)
-    engine = open_engine(loaded)
-    try:
-        with engine.connect() as conn:
-            detail = event_detail(conn, source=args.source, event_id=args.event_id)
-    finally:
-        engine.dispose()
-    if not args.raw:  # masked as the dashboard's Events page masks it
-        masker = Masker(loaded.settings.dashboard.mask_fields)
-        detail.event["body"] = masker.mask_body(detail.event["body"])
-    data = _jsonable(
-        {
-            "event": detail.event,
-            "deliveries": detail.deliveries,
-            "attempts": detail.attempts,
-            "audit": detail.audit,
-        }
-    )
-    if args.json:
-        print(json.dumps(data, indent=2, default=str))
-        return EXIT_OK
-    ev = data["event"]
-    body = ev.pop("body")
-    for key in (
-        "source",
-        "event_id",
-        "event_type",
-        "object_type",
-        "object_id",
-        "status",
-        "origin",
-        "attempts",
-        "received_at",
-        "occurred_at",
-        "next_attempt_at",
-        "processed_at",
-        "error_class",
-        "last_error",
-        "correlation_id",
-    ):
-        print(f"{key:>16}: {ev.get(key)}")
-    print(f"\nbody{' (as stored)' if args.raw else ' (masked)'}:\n{body}")
-    print(f"\ndeliveries ({len(data['deliveries'])}):")
-    for d in data["deliveries"]:
-        print(f"  {d['received_at']}  {d['outcome']:<9} {d['status_code']}  {d['reason'] or ''}")
-    print(f"\nattempts ({len(data['attempts'])}):")
-    for a in data["attempts"]:
-        err = (a["error"] or "").splitlines()[0] if a["error"] else ""
-        print(
-            f"  #{a['attempt']}  {a['finished_at']}  {a['outcome']:<9} "
-            f"{a['error_class'] or ''}  {err}"
-        )
-    print(f"\naudit ({len(data['audit'])}):")
-    for entry in data["audit"]:
-        print(f"  {entry['at']}  {entry['actor']}  {entry['action']}  {entry['reason'] or ''}")
     return EXIT_OK
 
 

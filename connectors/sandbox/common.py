@@ -1,0 +1,77 @@
+"""What the sandbox provider's APIs share: its keys, fault switches, call counts, and the state every
+provider's routes read (``SandboxState``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from connectors.sandbox.world import World
+
+
+@dataclass
+class Keys:
+    stripe: str = "sk_test_sandbox"
+    github: str = "ghp_sandbox"
+    shopify: str = "shpat_sandbox"
+    github_app_id: int | None = None
+    github_app_public_key: str | None = None  # PEM; JWTs are verified with it when set
+
+
+@dataclass
+class Faults:
+    rate_limit_every: int | None = None  # every Nth API call answers 429
+    retry_after: float = 1.0
+    error_burst_start: int | None = None  # calls [start, start + len) answer error_status
+    error_burst_len: int = 0
+    error_status: int = 503
+    slow_ms: int = 0
+    malformed_call: int | None = None  # that API call answers a page that is not JSON
+
+
+@dataclass
+class Stats:
+    calls: int = 0
+    by_route: dict[str, int] = field(default_factory=dict)
+
+
+def b64(data: dict[str, Any]) -> str:
+    return (
+        base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode())
+        .decode()
+        .rstrip("=")
+    )
+
+
+def unb64(token: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    except (ValueError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class SandboxState:
+    """The attributes the provider APIs read (set by ``app.Sandbox``)."""
+
+    world: World
+    keys: Keys
+    faults: Faults
+    stats: Stats
+    clock: Callable[[], datetime]
+    github_retention: timedelta
+    shopify_bucket: int
+    _lock: threading.Lock
+    _bucket: list[float]
+    _stripe_cache: tuple[int, list[dict[str, Any]], dict[str, int], list[int]] | None
+
+    async def _fault(self, request: Request) -> Response | None:
+        raise NotImplementedError
