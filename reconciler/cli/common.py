@@ -1,10 +1,12 @@
-"""What every command shares: loading the config and opening the database."""
+"""What every command shares: the configuration loaded once and the database opened once
+(:class:`Command`), and the checks of its options."""
 
 from __future__ import annotations
 
 import argparse
 import socket
 from collections.abc import Sequence
+from types import TracebackType
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -69,3 +71,41 @@ def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
                 "run 'hookledger init' first"
             )
     return engine
+
+
+class Command:
+    """One command's configuration, loaded once, and its database engine, opened on first use (so
+    that the options are checked before the database is asked) and disposed when the command ends::
+
+        with Command(args) as cmd:
+            snapshot(cmd.engine, cmd.settings)
+    """
+
+    def __init__(self, args: argparse.Namespace, *, require_schema: bool = True) -> None:
+        self.loaded = load(args)
+        self.settings = self.loaded.settings
+        self._require_schema = require_schema
+        self._engine: Engine | None = None
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = open_engine(self.loaded, require_schema=self._require_schema)
+        return self._engine
+
+    def check_database(self) -> None:
+        """Open the database now: an unreachable one is one line at once, not a failure later."""
+        self.engine.connect().close()
+
+    def __enter__(self) -> Command:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None

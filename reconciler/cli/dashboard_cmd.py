@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from reconciler.cli.common import check_port, load, open_engine
+from reconciler.cli.common import Command, check_port
 from reconciler.dashboard_process import streamlit_argv, write_auth_secrets
 
 
@@ -25,12 +25,13 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    loaded = load(args)
-    cfg = loaded.settings.dashboard
-    host = args.host or cfg.host
-    port = args.port or cfg.port
-    check_port(host, port)
-    open_engine(loaded).dispose()  # an unreachable database: one line now, not a blank page later
+    with Command(args) as cmd:
+        loaded = cmd.loaded
+        cfg = loaded.settings.dashboard
+        host = args.host or cfg.host
+        port = args.port or cfg.port
+        check_port(host, port)
+        cmd.check_database()  # an unreachable database: one line now, not a blank page later
     env = dict(os.environ)
     if loaded.path is not None:
         env["HOOKLEDGER_CONFIG"] = str(loaded.path.resolve())

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from reconciler.audit import default_actor
-from reconciler.cli.common import load, open_engine
+from reconciler.cli.common import Command
 
 EXIT_OK = 0
 
@@ -42,19 +42,14 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
 def cmd_replay(args: argparse.Namespace) -> int:
     from reconciler.inbox.replay import replay_event
 
-    loaded = load(args)
-    engine = open_engine(loaded)
-    try:
-        with engine.begin() as conn:
-            result = replay_event(
-                conn,
-                source=args.source,
-                event_id=args.event_id,
-                actor=args.actor or default_actor(),
-                reason=args.reason,
-            )
-    finally:
-        engine.dispose()
+    with Command(args) as cmd, cmd.engine.begin() as conn:
+        result = replay_event(
+            conn,
+            source=args.source,
+            event_id=args.event_id,
+            actor=args.actor or default_actor(),
+            reason=args.reason,
+        )
     print(
         f"event {result.event_id} from {result.source}: {result.previous_status} -> pending "
         "(replay recorded in the audit log)"
@@ -81,15 +76,10 @@ def cmd_events_show(args: argparse.Namespace) -> int:
     from reconciler.inbox.replay import event_detail
     from reconciler.ops.masking import Masker
 
-    loaded = load(args)
-    engine = open_engine(loaded)
-    try:
-        with engine.connect() as conn:
-            detail = event_detail(conn, source=args.source, event_id=args.event_id)
-    finally:
-        engine.dispose()
+    with Command(args) as cmd, cmd.engine.connect() as conn:
+        detail = event_detail(conn, source=args.source, event_id=args.event_id)
     if not args.raw:  # masked as the dashboard's Events page masks it
-        masker = Masker(loaded.settings.dashboard.mask_fields)
+        masker = Masker(cmd.settings.dashboard.mask_fields)
         detail.event["body"] = masker.mask_body(detail.event["body"])
     data = _jsonable(
         {

@@ -10,13 +10,14 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler import __version__
 from reconciler.audit import default_actor
 from reconciler.cli import dashboard_cmd, event_cmds, reconcile_cmds
-from reconciler.cli.common import check_port, check_sources, load, open_engine
+from reconciler.cli.common import Command, check_port, check_sources, load
 from reconciler.config import DEFAULT_CONFIG_PATH
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.logs import configure_logging
@@ -137,13 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_init(args: argparse.Namespace) -> int:
     from reconciler.storage.migrate import current_revision, upgrade
 
-    loaded = load(args)
-    engine = open_engine(loaded, require_schema=False)
-    try:
-        upgrade(engine)
-        print(f"database ready at revision {current_revision(engine)}: {engine.url!r}")
-    finally:
-        engine.dispose()
+    with Command(args, require_schema=False) as cmd:
+        upgrade(cmd.engine)
+        print(f"database ready at revision {current_revision(cmd.engine)}: {cmd.engine.url!r}")
     return EXIT_OK
 
 
@@ -152,19 +149,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from reconciler.inbox.receiver import create_app
 
-    loaded = load(args)
-    settings = loaded.settings
-    if not any(s.enabled for s in settings.sources):
-        where = loaded.path or "the built-in defaults"
-        raise ConfigError(
-            f"{where}: no enabled source in [[sources]]: the receiver would refuse every delivery"
-        )
-    host = args.host or settings.receiver.host
-    port = settings.receiver.port if args.port is None else args.port
-    check_port(host, port)
-    engine = open_engine(loaded)
-    try:
-        app = create_app(settings, engine)
+    with Command(args) as cmd:
+        settings = cmd.settings
+        if not any(s.enabled for s in settings.sources):
+            where = cmd.loaded.path or "the built-in defaults"
+            raise ConfigError(
+                f"{where}: no enabled source in [[sources]]: the receiver would refuse every delivery"
+            )
+        host = args.host or settings.receiver.host
+        port = settings.receiver.port if args.port is None else args.port
+        check_port(host, port)
+        app = create_app(settings, cmd.engine)
         log.info("receiver listening on http://%s:%d", host, port)
         # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal.
         uvicorn.run(
@@ -175,8 +170,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             access_log=args.access_log,
             log_config=None,
         )
-    finally:
-        engine.dispose()
     return EXIT_OK
 
 
@@ -184,16 +177,28 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from reconciler.inbox.handlers import load_handler_modules
     from reconciler.inbox.worker import Worker
 
-    loaded = load(args)
-    settings = loaded.settings
-    load_handler_modules(settings.worker.handlers)
-    engine = open_engine(loaded)
-    concurrency = args.concurrency or settings.worker.concurrency
-    if concurrency < 1:
-        raise HookledgerError("--concurrency must be at least 1")
-    workers = [Worker(engine, settings) for _ in range(concurrency)]
+    with Command(args) as cmd:
+        settings = cmd.settings
+        load_handler_modules(settings.worker.handlers)
+        concurrency = args.concurrency or settings.worker.concurrency
+        if concurrency < 1:
+            raise HookledgerError("--concurrency must be at least 1")
+        workers = [Worker(cmd.engine, settings) for _ in range(concurrency)]
+        _run_workers(workers, once=args.once, concurrency=concurrency)
+    totals: dict[str, int] = {}
+    for w in workers:
+        for k, v in w.stats.outcomes.items():
+            totals[k] = totals.get(k, 0) + v
+    claimed = sum(w.stats.claimed for w in workers)
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) or "nothing due"
+    print(f"claimed {claimed}: {summary}")
+    return EXIT_OK
+
+
+def _run_workers(workers: list[Any], *, once: bool, concurrency: int) -> None:
+    """The worker threads, until the queue is drained (``once``) or a signal stops them."""
     try:
-        if args.once:
+        if once:
             threads = [threading.Thread(target=w.drain) for w in workers]
         else:
             stop = threading.Event()
@@ -208,15 +213,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
     finally:
         for w in workers:
             w.close()
-        engine.dispose()
-    totals: dict[str, int] = {}
-    for w in workers:
-        for k, v in w.stats.outcomes.items():
-            totals[k] = totals.get(k, 0) + v
-    claimed = sum(w.stats.claimed for w in workers)
-    summary = ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) or "nothing due"
-    print(f"claimed {claimed}: {summary}")
-    return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -239,12 +235,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from reconciler.schedule import snapshot
 
-    loaded = load(args)
-    engine = open_engine(loaded)
-    try:
-        n = snapshot(engine, loaded.settings)
-    finally:
-        engine.dispose()
+    with Command(args) as cmd:
+        n = snapshot(cmd.engine, cmd.settings)
     print(f"recorded {n} queue snapshots; hourly counts rolled up")
     return EXIT_OK
 
@@ -255,21 +247,17 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from reconciler.ops.prune import prune
     from reconciler.storage.types import utcnow
 
-    loaded = load(args)
-    engine = open_engine(loaded)
-    keep = args.keep_days if args.keep_days is not None else loaded.settings.retention.keep_days
-    try:
+    with Command(args) as cmd:
+        keep = args.keep_days if args.keep_days is not None else cmd.settings.retention.keep_days
         result = prune(
-            engine,
-            loaded.settings,
+            cmd.engine,
+            cmd.settings,
             keep=timedelta(days=keep),
             now=utcnow(),
             actor=args.actor or default_actor(),
             dry_run=args.dry_run,
             force=args.force,
         )
-    finally:
-        engine.dispose()
     verb = "would delete" if result.dry_run else "deleted"
     print(
         f"{verb} rows older than {result.cutoff.isoformat()}: {result.events} processed events, "

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.audit import default_actor
-from reconciler.cli.common import load, open_engine, unknown_source_error
+from reconciler.cli.common import Command, open_engine, unknown_source_error
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.process import freeze_startup_objects
 from reconciler.storage.engine import database_error
@@ -127,14 +127,13 @@ def _sources(settings: Any, names: list[str]) -> list[Any]:
 def cmd_reconcile(args: argparse.Namespace) -> int:
     from reconciler.reconcile.sweep import reconcile_sources, reconciler_for
 
-    loaded = load(args)
-    settings = loaded.settings
+    cmd = Command(args)
+    loaded, settings = cmd.loaded, cmd.settings
     sources = _sources(settings, args.source)
     if not sources:
         raise ConfigError(
             "no source to reconcile: give --source or configure a source with an API key"
         )
-    engine = open_engine(loaded)
     progress, task_ids = _progress(not args.json and sys.stderr.isatty())
 
     def progress_for(name: str) -> Any:
@@ -146,7 +145,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if args.owns_process:
         freeze_startup_objects()
     try:
-        with reconciler_for(engine, settings) as reconciler:
+        with cmd, reconciler_for(cmd.engine, settings) as reconciler:
             outcomes = reconcile_sources(
                 reconciler,
                 [source.name for source in sources],
@@ -159,7 +158,6 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     finally:
         if progress is not None:
             progress.stop()
-        engine.dispose()
     summaries: list[dict[str, Any]] = []
     failed = False
     for outcome in outcomes:
@@ -253,29 +251,22 @@ def _progress(enabled: bool) -> tuple[Any, dict[str, Any]]:
 def cmd_export(args: argparse.Namespace) -> int:
     from reconciler.reconcile.export import write_csv
 
-    loaded = load(args)
-    engine = open_engine(loaded)
     flt = _filter(args)
-    try:
-        with engine.connect() as conn:
-            if args.output == "-":
-                n = write_csv(conn, flt, sys.stdout)
-            else:
-                target = Path(args.output)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(
-                    dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
-                )
-                try:
-                    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                        n = write_csv(conn, flt, fh)
-                    os.replace(tmp, target)  # complete or absent: never half-written
-                except BaseException:
-                    Path(tmp).unlink(missing_ok=True)
-                    raise
-                print(f"wrote {n} discrepancies to {target}", file=sys.stderr)
-    finally:
-        engine.dispose()
+    with Command(args) as cmd, cmd.engine.connect() as conn:
+        if args.output == "-":
+            write_csv(conn, flt, sys.stdout)
+        else:
+            target = Path(args.output)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                    n = write_csv(conn, flt, fh)
+                os.replace(tmp, target)  # complete or absent: never half-written
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            print(f"wrote {n} discrepancies to {target}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -287,25 +278,18 @@ def cmd_discrepancies(args: argparse.Namespace) -> int:
         DiscrepancyStatus.RESOLVED if args.new_status == "resolve" else DiscrepancyStatus.IGNORED
     )
     actor = args.actor or default_actor()
-    loaded = load(args)
-    engine = open_engine(loaded)
-    try:
-        with engine.begin() as conn:
-            if args.id is not None:
-                set_status(conn, args.id, status, actor=actor, reason=args.reason)
-                print(f"discrepancy {args.id}: {status.value}")
-                return EXIT_OK
-            flt = _filter(args)
-            n = count(conn, flt)
-            if not args.yes:
-                print(
-                    f"{n} discrepancies match; add --yes to {args.new_status} them", file=sys.stderr
-                )
-                return EXIT_ERROR
-            done = set_status_bulk(conn, flt, status, actor=actor, reason=args.reason)
-            print(f"{done} discrepancies: {status.value}")
-    finally:
-        engine.dispose()
+    with Command(args) as cmd, cmd.engine.begin() as conn:
+        if args.id is not None:
+            set_status(conn, args.id, status, actor=actor, reason=args.reason)
+            print(f"discrepancy {args.id}: {status.value}")
+            return EXIT_OK
+        flt = _filter(args)
+        n = count(conn, flt)
+        if not args.yes:
+            print(f"{n} discrepancies match; add --yes to {args.new_status} them", file=sys.stderr)
+            return EXIT_ERROR
+        done = set_status_bulk(conn, flt, status, actor=actor, reason=args.reason)
+        print(f"{done} discrepancies: {status.value}")
     return EXIT_OK
 
 
@@ -313,25 +297,24 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     from reconciler.reconcile.repair import backfill
     from reconciler.sources import build_connector
 
-    loaded = load(args)
-    source = loaded.settings.source(args.source)
-    if source is None:
-        raise ConfigError(f"no source named '{args.source}' in the configuration")
-    engine = open_engine(loaded)
-    connector = build_connector(source)
-    try:
-        result = backfill(
-            engine,
-            source,
-            connector,
-            args.event_id,
-            actor=args.actor or default_actor(),
-            reason=args.reason,
-            redeliver=args.redeliver,
-        )
-    finally:
-        connector.close()
-        engine.dispose()
+    with Command(args) as cmd:
+        source = cmd.settings.source(args.source)
+        if source is None:
+            raise ConfigError(f"no source named '{args.source}' in the configuration")
+        engine = cmd.engine
+        connector = build_connector(source)
+        try:
+            result = backfill(
+                engine,
+                source,
+                connector,
+                args.event_id,
+                actor=args.actor or default_actor(),
+                reason=args.reason,
+                redeliver=args.redeliver,
+            )
+        finally:
+            connector.close()
     print(f"{result.source} {result.event_id}: {result.outcome}")
     return EXIT_OK
 
@@ -342,12 +325,10 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from reconciler.reconcile.sweep import reconciler_for
     from reconciler.schedule import build_scheduler
 
-    loaded = load(args)
-    settings = loaded.settings
-    engine = open_engine(loaded)
-    try:
-        with reconciler_for(engine, settings) as reconciler:
-            scheduler = build_scheduler(engine, settings, reconciler, run_now=args.run_now)
+    with Command(args) as cmd:
+        settings = cmd.settings
+        with reconciler_for(cmd.engine, settings) as reconciler:
+            scheduler = build_scheduler(cmd.engine, settings, reconciler, run_now=args.run_now)
             if args.owns_process:
                 freeze_startup_objects()
             signal.signal(signal.SIGTERM, lambda *_: scheduler.shutdown(wait=False))
@@ -359,6 +340,4 @@ def cmd_schedule(args: argparse.Namespace) -> int:
                 flush=True,
             )
             scheduler.start()
-    finally:
-        engine.dispose()
     return EXIT_OK
