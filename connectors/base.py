@@ -95,6 +95,16 @@ class Capabilities:
 
 
 @dataclass(frozen=True)
+class Listing:
+    """Which of the provider's events a source's list returns: of these event types (every type when
+    empty; ``*`` is a wildcard, as in Stripe's ``types[]``), and of this one account (None: every
+    account; Stripe Connect's ``Stripe-Account``). An inbox event outside it is never an orphan."""
+
+    event_types: tuple[str, ...] = ()
+    account: str | None = None
+
+
+@dataclass(frozen=True)
 class ScanOptions:
     now: datetime
     initial_lookback: timedelta = field(default=timedelta(hours=72))
@@ -105,6 +115,7 @@ class ScanOptions:
 class Connector(Protocol):
     source: str
     capabilities: Capabilities
+    listing: Listing
 
     @property
     def retention(self) -> timedelta | None:

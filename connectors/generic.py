@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
-from connectors.base import Capabilities, Cursor, Page, Record, ScanOptions
+from connectors.base import Capabilities, Cursor, Listing, Page, Record, ScanOptions
 from connectors.errors import ConfigError, MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, parse_link_header, redact_url
-from connectors.options import SourceOptions
+from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, json_path_get, parse_generic, parse_standard
 from connectors.provider import ClientFactory, Provider, timed_scheme
@@ -43,21 +43,24 @@ def _time(value: Any) -> datetime | None:
 
 class GenericConnector:
     capabilities = Capabilities()  # an arbitrary API's GET by id may not exist
+    listing = Listing()
 
     def __init__(self, source: SourceOptions, client: ProviderClient) -> None:
-        if not source.list_url:
+        cfg = source.own(ListKeys)
+        if not cfg.list_url:
             raise MalformedResponseError(
                 f"source '{source.name}': a generic connector needs key 'list_url'"
             )
         self.source = source.name
-        self.cfg = source
+        self.cfg = cfg
+        self.retention_days = source.retention_days
         self.client = client
-        self.list_url = source.list_url
+        self.list_url = cfg.list_url
         self.page_size = source.page_size or 100
 
     @property
     def retention(self) -> timedelta | None:
-        return timedelta(days=self.cfg.retention_days) if self.cfg.retention_days else None
+        return timedelta(days=self.retention_days) if self.retention_days else None
 
     def close(self) -> None:
         self.client.close()
@@ -202,20 +205,39 @@ class GenericConnector:
         )
 
 
-LIST_KEYS = (
-    "list_url",
-    "items_path",
-    "id_path",
-    "type_path",
-    "time_path",
-    "object_id_path",
-    "cursor_style",
-    "cursor_param",
-    "cursor_path",
-    "done_path",
-    "since_param",
-    "limit_param",
-)
+class ListKeys(ProviderKeys):
+    """A JSON list API (the generic provider, and Standard Webhooks senders that have one)."""
+
+    list_url: str | None = None
+    items_path: str = "data"
+    id_path: str = "id"
+    type_path: str | None = None
+    time_path: str | None = None
+    object_id_path: str | None = None
+    cursor_style: Literal["link", "body", "since", "offset"] = "link"
+    cursor_param: str = "cursor"
+    cursor_path: str | None = None
+    done_path: str | None = None
+    since_param: str = "since"
+    limit_param: str = "limit"
+
+
+class GenericKeys(ProviderKeys):
+    """How a generic sender signs its deliveries and names its events."""
+
+    signature_header: str | None = None
+    signature_algorithm: Literal["sha1", "sha256", "sha512"] = "sha256"
+    signature_encoding: Literal["hex", "base64"] = "hex"
+    signature_prefix: str = ""
+    signed_payload: Literal["body"] = "body"
+    id_header: str | None = None
+    id_json_path: str | None = None
+    type_header: str | None = None
+    type_json_path: str | None = None
+
+
+class GenericSenderKeys(GenericKeys, ListKeys):
+    """The generic provider's keys: its signature and identity, and its list API."""
 
 
 def _build(options: SourceOptions, client: ClientFactory) -> GenericConnector:
@@ -246,23 +268,24 @@ def _verify_generic(
     secrets: tuple[str, ...],
     now: float,
 ) -> ParsedEvent:
-    assert options.signature_header is not None  # the provider's rule requires it
+    keys = options.own(GenericKeys)
+    assert keys.signature_header is not None  # the provider's rule requires it
     verify_generic(
         headers,
         body,
         secrets,
-        header=options.signature_header,
-        algorithm=options.signature_algorithm,
-        encoding=options.signature_encoding,  # type: ignore[arg-type]
-        prefix=options.signature_prefix,
+        header=keys.signature_header,
+        algorithm=keys.signature_algorithm,
+        encoding=keys.signature_encoding,
+        prefix=keys.signature_prefix,
     )
     return parse_generic(
         headers,
         body,
-        id_header=options.id_header,
-        id_json_path=options.id_json_path,
-        type_header=options.type_header,
-        type_json_path=options.type_json_path,
+        id_header=keys.id_header,
+        id_json_path=keys.id_json_path,
+        type_header=keys.type_header,
+        type_json_path=keys.type_json_path,
     )
 
 
@@ -272,27 +295,16 @@ STANDARD = Provider(
     "standard",
     verify=timed_scheme(verify_standard, parse_standard),
     build=_build,
-    keys=LIST_KEYS,
+    keys=ListKeys,
     validate=_list_rule,
 )
 GENERIC = Provider(
     "generic",
     verify=_verify_generic,
     build=_build,
-    keys=(
-        "signature_header",
-        "signature_algorithm",
-        "signature_encoding",
-        "signature_prefix",
-        "signed_payload",
-        "id_header",
-        "id_json_path",
-        "type_header",
-        "type_json_path",
-        *LIST_KEYS,
-    ),
+    keys=GenericSenderKeys,
     validate=_generic_rule,
     sensitive_headers=lambda options: frozenset(
-        {options.signature_header.lower()} if options.signature_header else set()
+        {header.lower()} if (header := options.own(GenericKeys).signature_header) else set()
     ),
 )

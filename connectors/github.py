@@ -24,10 +24,20 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from connectors.base import Capabilities, Cursor, DeliveryAttempt, Page, Record, ScanOptions
+from pydantic import Field
+
+from connectors.base import (
+    Capabilities,
+    Cursor,
+    DeliveryAttempt,
+    Listing,
+    Page,
+    Record,
+    ScanOptions,
+)
 from connectors.errors import ConfigError, MalformedResponseError, NotFoundError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url
-from connectors.options import SourceOptions
+from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, parse_github
 from connectors.provider import ClientFactory, Provider, scheme
@@ -88,6 +98,7 @@ def app_jwt(app_id: int, private_key: str, now: float | None = None) -> str:
 class GitHubConnector:
     # a GUID is looked up in the hook's delivery list, which records every attempt
     capabilities = Capabilities(delivery_log=True, confirms_event_ids=True)
+    listing = Listing()
 
     def __init__(
         self,
@@ -265,16 +276,25 @@ def default_retention(base_url: str) -> timedelta:
     return timedelta(days=3 if urlsplit(base_url).hostname == "api.github.com" else 7)
 
 
+class GitHubKeys(ProviderKeys):
+    repository: str | None = Field(default=None, pattern=r"^[\w.-]+/[\w.-]+$")  # owner/name
+    organization: str | None = None
+    hook_id: int | None = None
+    app_id: int | None = None
+    private_key_env: str | None = None  # the App's private key (PEM), for its JWT
+
+
 def _build(options: SourceOptions, client: ClientFactory) -> GitHubConnector:
+    keys = options.own(GitHubKeys)
     base = options.base_url or DEFAULT_BASE_URL
     hint = options.hint()
-    if options.app_id is not None:
+    if keys.app_id is not None:
         if not options.private_key:
             raise ConfigError(f"source '{options.name}': no private_key_env is configured")
-        app: tuple[int, str] | None = (options.app_id, options.private_key)
+        app: tuple[int, str] | None = (keys.app_id, options.private_key)
         headers = dict(HEADERS)
-        hint = f"the app id and the private key in ${options.private_key_env}"
-    elif options.repository or options.organization:
+        hint = f"the app id and the private key in ${keys.private_key_env}"
+    elif keys.repository or keys.organization:
         app = None
         headers = {**HEADERS, "Authorization": f"Bearer {options.require_api_key()}"}
     else:
@@ -287,7 +307,7 @@ def _build(options: SourceOptions, client: ClientFactory) -> GitHubConnector:
     return GitHubConnector(
         options.name,
         client(base, headers, hint),
-        deliveries_path=deliveries_path(options.repository, options.organization, options.hook_id),
+        deliveries_path=deliveries_path(keys.repository, keys.organization, keys.hook_id),
         retention=retention,
         app=app,
         page_size=options.page_size or PAGE_SIZE,
@@ -324,7 +344,7 @@ PROVIDER = Provider(
     "github",
     verify=scheme(verify_github, parse_github),
     build=_build,
-    keys=("repository", "organization", "hook_id", "app_id", "private_key_env"),
+    keys=GitHubKeys,
     validate=_validate,
     as_delivery=_as_delivery,
 )

@@ -7,53 +7,47 @@ the configuration or the environment themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+
+class ProviderKeys(BaseModel):
+    """A provider's own ``[[sources]]`` keys, declared in its module: their types, defaults and
+    limits. ``reconciler.config.SourceSettings`` takes every provider's keys (the file stays flat)
+    and refuses a key on a kind that does not declare it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _lists_are_tuples(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+K = TypeVar("K", bound=ProviderKeys)
 
 
 @dataclass(frozen=True)
 class SourceOptions:
     name: str
     kind: str
+    keys: ProviderKeys  # the provider's own keys, as its module declares them
     base_url: str | None = None
     api_key: str | None = None  # the secret itself (from the variable named by api_key_env)
     api_key_env: str | None = None  # its variable's name, for error messages
-    private_key: str | None = None
-    private_key_env: str | None = None
+    private_key: str | None = None  # a second secret a provider may need (a GitHub App's key)
     tolerance_seconds: int = 300
     retention_days: float | None = None
     page_size: int | None = None
-    # Stripe
-    event_types: tuple[str, ...] = ()
-    account: str | None = None
-    # GitHub
-    repository: str | None = None
-    organization: str | None = None
-    hook_id: int | None = None
-    app_id: int | None = None
-    # Shopify
-    api_version: str = "2025-01"
-    resources: tuple[str, ...] = ("orders",)
-    # generic signatures and identity
-    signature_header: str | None = None
-    signature_algorithm: str = "sha256"
-    signature_encoding: str = "hex"
-    signature_prefix: str = ""
-    id_header: str | None = None
-    id_json_path: str | None = None
-    type_header: str | None = None
-    type_json_path: str | None = None
-    # generic list APIs (and Standard Webhooks senders that have one)
-    list_url: str | None = None
-    items_path: str = "data"
-    id_path: str = "id"
-    type_path: str | None = None
-    time_path: str | None = None
-    object_id_path: str | None = None
-    cursor_style: str = "link"
-    cursor_param: str = "cursor"
-    cursor_path: str | None = None
-    done_path: str | None = None
-    since_param: str = "since"
-    limit_param: str = "limit"
+
+    def own(self, cls: type[K]) -> K:
+        """The provider's keys as its own class."""
+        if not isinstance(self.keys, cls):
+            raise TypeError(
+                f"source '{self.name}': its keys are {type(self.keys).__name__}, not {cls.__name__}"
+            )
+        return self.keys
 
     def hint(self) -> str:
         """Where the credentials come from, for an authentication error."""

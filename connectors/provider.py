@@ -13,7 +13,7 @@ from typing import Any
 
 from connectors.base import Connector, Record
 from connectors.http import ProviderClient
-from connectors.options import SourceOptions
+from connectors.options import ProviderKeys, SourceOptions
 from connectors.parsing import ParsedEvent
 
 # (base URL, headers, where the credentials come from) -> an HTTP client with the retry policy
@@ -83,8 +83,8 @@ class Provider:
     verify: Verify  # check a delivery's signature, then read its identity
     # its list API; None where hookledger cannot read one
     build: Callable[[SourceOptions, ClientFactory], Connector] | None = None
-    # config keys only this provider (and the others that name them) takes
-    keys: tuple[str, ...] = ()
+    # its own [[sources]] keys (the class declares their types, defaults and limits)
+    keys: type[ProviderKeys] = ProviderKeys
     # the rule across its keys (the source's configured values in, a problem or None out)
     validate: Callable[[Mapping[str, Any]], str | None] = no_rule
     # a fetched record stored as the receiver would have stored its delivery (backfill)

@@ -25,6 +25,13 @@ PROVIDERS: dict[str, Provider] = {
 }
 
 
+class AllProviderKeys(
+    stripe.StripeKeys, github.GitHubKeys, shopify.ShopifyKeys, generic.GenericSenderKeys
+):
+    """Every provider's own keys, for the configuration's ``[[sources]]`` table (a new provider's
+    keys class joins here, next to its entry above)."""
+
+
 def kinds() -> tuple[str, ...]:
     return tuple(PROVIDERS)
 
@@ -40,7 +47,7 @@ def provider(kind: str) -> Provider:
 
 def kinds_taking(key: str) -> tuple[str, ...]:
     """The kinds whose configuration takes this key (empty: every kind takes it)."""
-    return tuple(kind for kind, p in PROVIDERS.items() if key in p.keys)
+    return tuple(kind for kind, p in PROVIDERS.items() if key in p.keys.model_fields)
 
 
 def build_connector(

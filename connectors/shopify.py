@@ -16,10 +16,10 @@ from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any
 
-from connectors.base import Capabilities, Cursor, Page, Record, ScanOptions
+from connectors.base import Capabilities, Cursor, Listing, Page, Record, ScanOptions
 from connectors.errors import ConfigError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url, require
-from connectors.options import SourceOptions
+from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import parse_shopify
 from connectors.provider import ClientFactory, Provider, scheme
@@ -57,6 +57,7 @@ def resource_record(resource: str, item: Mapping[str, Any]) -> Record:
 class ShopifyConnector:
     # Shopify lists current resources, not the webhooks it sent
     capabilities = Capabilities(lists_events=False)
+    listing = Listing()
 
     def __init__(
         self,
@@ -181,18 +182,24 @@ class ShopifyConnector:
         )
 
 
+class ShopifyKeys(ProviderKeys):
+    api_version: str = "2025-01"
+    resources: tuple[str, ...] = ("orders",)
+
+
 def _build(options: SourceOptions, client: ClientFactory) -> ShopifyConnector:
     if not options.base_url:
         raise ConfigError(
             f"source '{options.name}': a Shopify connector needs 'base_url' (https://{{shop}}.myshopify.com)"
         )
+    keys = options.own(ShopifyKeys)
     return ShopifyConnector(
         options.name,
         client(
             options.base_url, {"X-Shopify-Access-Token": options.require_api_key()}, options.hint()
         ),
-        api_version=options.api_version,
-        resources=options.resources,
+        api_version=keys.api_version,
+        resources=keys.resources,
         page_size=options.page_size or PAGE_SIZE,
     )
 
@@ -201,5 +208,5 @@ PROVIDER = Provider(
     "shopify",
     verify=scheme(verify_shopify, parse_shopify),
     build=_build,
-    keys=("api_version", "resources"),
+    keys=ShopifyKeys,
 )

@@ -21,10 +21,12 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from connectors.base import Capabilities, Cursor, Gap, Page, Record, ScanOptions
+from pydantic import Field
+
+from connectors.base import Capabilities, Cursor, Gap, Listing, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
-from connectors.options import SourceOptions
+from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, parse_stripe
 from connectors.provider import ClientFactory, Provider, timed_scheme
@@ -96,11 +98,13 @@ class StripeConnector:
         client: ProviderClient,
         *,
         event_types: tuple[str, ...] = (),
+        account: str | None = None,
         page_size: int = PAGE_SIZE,
     ) -> None:
         self.source = source
         self.client = client
         self.event_types = event_types
+        self.listing = Listing(event_types, account)
         self.page_size = min(max(page_size, 1), 100)
 
     @property
@@ -235,14 +239,21 @@ class StripeConnector:
         )
 
 
+class StripeKeys(ProviderKeys):
+    event_types: tuple[str, ...] = Field(default=(), max_length=20)  # types[] takes at most 20
+    account: str | None = None  # a Connect account: https://docs.stripe.com/connect/authentication
+
+
 def _build(options: SourceOptions, client: ClientFactory) -> StripeConnector:
+    keys = options.own(StripeKeys)
     headers = {"Authorization": f"Bearer {options.require_api_key()}"}
-    if options.account:  # a connected account: https://docs.stripe.com/connect/authentication
-        headers["Stripe-Account"] = options.account
+    if keys.account:  # a connected account: https://docs.stripe.com/connect/authentication
+        headers["Stripe-Account"] = keys.account
     return StripeConnector(
         options.name,
         client(options.base_url or DEFAULT_BASE_URL, headers, options.hint()),
-        event_types=options.event_types,
+        event_types=keys.event_types,
+        account=keys.account,
         page_size=options.page_size or PAGE_SIZE,
     )
 
@@ -256,6 +267,6 @@ PROVIDER = Provider(
     "stripe",
     verify=timed_scheme(verify_stripe, parse_stripe),
     build=_build,
-    keys=("event_types", "account"),
+    keys=StripeKeys,
     as_delivery=_as_delivery,
 )

@@ -1,13 +1,14 @@
-"""Connectors for tests, shipped with the package so that anyone's tests can use them: an in-memory
-source, and a wrapper that makes a real source fail after some pages (a run that dies mid-scan)."""
+"""Fakes for tests, shipped with the package so that anyone's tests can use them: an in-memory
+source, a wrapper that makes a real source fail after some pages (a run that dies mid-scan), and a
+clock that moves only when told (the worker and the reconciler take ``clock=``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from connectors.base import Capabilities, Connector, Cursor, Page, Record, ScanOptions
+from connectors.base import Capabilities, Connector, Cursor, Listing, Page, Record, ScanOptions
 from connectors.errors import NotFoundError, UnavailableError
 
 
@@ -29,6 +30,7 @@ class MemoryConnector:
         self.page_size = page_size
         self.objects: dict[tuple[str, str], Mapping[str, Any]] = dict(objects or {})
         self.capabilities = capabilities or Capabilities(confirms_event_ids=True)
+        self.listing = Listing()
         self._retention = retention
         self.fetched: list[tuple[str, str]] = []  # fetch_object calls, in order
 
@@ -80,3 +82,16 @@ class StopsAfter:
             yield page
             if n >= self.limit:
                 raise UnavailableError(f"source '{self.inner.source}': stopped after {n} page(s)")
+
+
+class FakeClock:
+    """Now, until :meth:`advance` moves it (aware UTC, as every time hookledger stores)."""
+
+    def __init__(self, now: datetime | None = None) -> None:
+        self.now = now or datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)

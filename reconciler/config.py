@@ -241,7 +241,7 @@ class CheckSettings(_Table):
         return object_type == self.object_type
 
 
-class SourceSettings(_Table):
+class SourceSettings(_Table, registry.AllProviderKeys):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     kind: str
     base_url: str | None = None
@@ -250,51 +250,16 @@ class SourceSettings(_Table):
     enabled: bool = True
     tolerance_seconds: int = Field(default=300, ge=0)
     forward_url: str | None = None
-    # the generic provider's signature and identity keys
-    signature_header: str | None = None
-    signature_algorithm: Literal["sha1", "sha256", "sha512"] = "sha256"
-    signature_encoding: Literal["hex", "base64"] = "hex"
-    signature_prefix: str = ""
-    signed_payload: Literal["body"] = "body"
-    id_header: str | None = None
-    id_json_path: str | None = None
-    type_header: str | None = None
-    type_json_path: str | None = None
-    # connectors (issue #3)
+    # every provider
     initial_lookback_hours: int = Field(default=72, ge=1, le=24 * 365)
     retention_days: float | None = Field(default=None, gt=0)
     page_size: int | None = Field(default=None, ge=1, le=1000)
-    event_types: tuple[str, ...] = Field(default=(), max_length=20)
-    account: str | None = None
-    repository: str | None = Field(default=None, pattern=r"^[\w.-]+/[\w.-]+$")
-    organization: str | None = None
-    hook_id: int | None = None
-    app_id: int | None = None
-    private_key_env: str | None = None
-    api_version: str = "2025-01"
-    resources: tuple[str, ...] = ("orders",)
-    list_url: str | None = None
-    items_path: str = "data"
-    id_path: str = "id"
-    type_path: str | None = None
-    time_path: str | None = None
-    object_id_path: str | None = None
-    cursor_style: Literal["link", "body", "since", "offset"] = "link"
-    cursor_param: str = "cursor"
-    cursor_path: str | None = None
-    done_path: str | None = None
-    since_param: str = "since"
-    limit_param: str = "limit"
+    # each provider's own keys come from its module (connectors.registry.AllProviderKeys)
     checks: tuple[CheckSettings, ...] = ()
 
     @field_validator("checks", mode="before")
     @classmethod
     def _checks_tuple(cls, value: Any) -> Any:
-        return tuple(value) if isinstance(value, list) else value
-
-    @field_validator("event_types", "resources", mode="before")
-    @classmethod
-    def _tuples(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
 
     @field_validator("kind")

@@ -3,7 +3,6 @@ resolved from the environment, and the connector built from it."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,8 +12,14 @@ from connectors.registry import build_connector as build_from_options
 from connectors.registry import provider
 from reconciler.config import SourceSettings
 
-_FIELDS = tuple(
-    f.name for f in dataclasses.fields(SourceOptions) if f.name not in ("api_key", "private_key")
+_COMMON = (
+    "name",
+    "kind",
+    "base_url",
+    "api_key_env",
+    "tolerance_seconds",
+    "retention_days",
+    "page_size",
 )
 
 __all__ = ["build_connector", "options_of", "provider"]
@@ -25,12 +30,14 @@ def options_of(
 ) -> SourceOptions:
     """The source's options; with ``secrets``, its API and private keys read from the environment
     (a variable that is named but not set is a ConfigError naming it)."""
-    values: dict[str, Any] = {name: getattr(source, name) for name in _FIELDS}
+    own = provider(source.kind).keys
+    keys = own.model_validate({name: getattr(source, name) for name in own.model_fields})
+    values: dict[str, Any] = {name: getattr(source, name) for name in _COMMON}
     if secrets and source.api_key_env:
         values["api_key"] = source.api_key(environ)
     if secrets and source.private_key_env:
         values["private_key"] = source.private_key(environ)
-    return SourceOptions(**values)
+    return SourceOptions(keys=keys, **values)
 
 
 def build_connector(

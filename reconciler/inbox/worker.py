@@ -1,10 +1,8 @@
 """The worker: claim due events with a lease, apply them, record the outcome.
 
-Claiming is one UPDATE ... RETURNING per status (expired leases first, then due retries, then new
-events), each an ordered range scan of ``ix_inbox_events_status_next_attempt_at``. PostgreSQL adds
-``FOR UPDATE SKIP LOCKED`` so concurrent workers never claim the same row; SQLite serialises writers
-(``BEGIN IMMEDIATE``). A claim sets ``next_attempt_at`` to the lease expiry, so an event whose worker
-died becomes due again when its lease runs out. Completion is guarded by ``lease_owner``: a worker
+Claiming (``inbox.claims``) takes expired leases first, then due retries, then new events, one
+UPDATE ... RETURNING per status; an event whose worker died is due again when its lease runs out.
+Completion is guarded by ``lease_owner``: a worker
 that lost its lease cannot overwrite the new owner's result, and its handler's writes roll back.
 
 An attempt is counted when it starts, not when it is claimed: an event's ``attempts`` is raised in a
@@ -33,11 +31,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import httpx
-from sqlalchemy import Connection, Engine, bindparam, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, insert, update
 from sqlalchemy.exc import OperationalError
 
 from reconciler.config import Settings
 from reconciler.errors import TransientError
+from reconciler.inbox.claims import claim_due
 from reconciler.inbox.forward import forward_event, make_forward_client
 from reconciler.inbox.handlers import Event, Handler, HandlerRegistry, default_registry
 from reconciler.inbox.retry import backoff_delay, classify_exception
@@ -147,58 +146,7 @@ class Worker:
         lease_until: datetime,
         limit: int,
     ) -> list[Event]:
-        due = (
-            select(EVENTS.c.id)
-            .where(EVENTS.c.status == status, EVENTS.c.next_attempt_at <= now)
-            .order_by(EVENTS.c.next_attempt_at)
-            .limit(limit)
-        )
-        if conn.dialect.name == "postgresql":
-            due = due.with_for_update(skip_locked=True)
-        stmt = (
-            update(EVENTS)
-            .where(EVENTS.c.id.in_(due.scalar_subquery()))
-            .values(
-                status=EventStatus.PROCESSING,
-                lease_owner=self.worker_id,
-                lease_expires_at=lease_until,
-                next_attempt_at=lease_until,
-            )
-            .returning(
-                EVENTS.c.id,
-                EVENTS.c.source,
-                EVENTS.c.event_id,
-                EVENTS.c.event_type,
-                EVENTS.c.object_type,
-                EVENTS.c.object_id,
-                EVENTS.c.occurred_at,
-                EVENTS.c.body,
-                EVENTS.c.content_type,
-                EVENTS.c.headers,
-                EVENTS.c.attempts,
-                EVENTS.c.correlation_id,
-                EVENTS.c.origin,
-            )
-        )
-        events = [
-            Event(
-                id=r.id,
-                source=r.source,
-                event_id=r.event_id,
-                event_type=r.event_type,
-                object_type=r.object_type,
-                object_id=r.object_id,
-                occurred_at=r.occurred_at,
-                body=r.body,
-                content_type=r.content_type,
-                headers=r.headers or {},
-                attempt=r.attempts,
-                correlation_id=r.correlation_id,
-                origin=str(r.origin),
-            )
-            for r in conn.execute(stmt)
-        ]
-        events.sort(key=lambda e: e.id)
+        events = claim_due(conn, status, now, lease_until, limit, self.worker_id)
         if status is EventStatus.PROCESSING:
             self._expired.update(e.id for e in events)
         return events

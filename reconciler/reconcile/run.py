@@ -182,7 +182,7 @@ class Reconciler:
                         raise
                     store.end_pages()
                     window_start = store.window()[0]
-                    scope = listed_scope(source.event_types, source.account)
+                    scope = listed_scope(connector.listing)
                     caps = connector.capabilities
                     closing.after_pages(
                         store,

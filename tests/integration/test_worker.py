@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from connectors.parsing import parse_stripe
+from connectors.testing import FakeClock as Clock
 from reconciler.errors import ActionRefusedError, NotFoundError, PermanentError, TransientError
 from reconciler.inbox.handlers import Event, HandlerRegistry
 from reconciler.inbox.replay import event_detail, replay_event
@@ -31,17 +32,6 @@ from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS, PROCESSING_ATTEMP
 from tests.business import business_tables, invoices, runs
 from tests.conftest import make_settings
 from tests.deliveries import stripe_delivery
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 def put(

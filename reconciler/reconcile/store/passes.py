@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import Row, and_, delete, exists, func, literal, not_, or_, select, true, update
 
+from connectors.base import Listing
 from reconciler.reconcile.store.base import ScanStore, reopened
 from reconciler.storage.models import (
     DISCREPANCIES,
@@ -42,12 +43,13 @@ CLOCK_SKEW = timedelta(hours=1)
 RESOLUTION_BATCH = 500
 
 
-def listed_scope(patterns: Sequence[str], account: str | None = None) -> Any:
-    """The inbox events a listing can return: of these event types (all when there are none; Stripe's
-    ``types[]`` takes ``*`` wildcards, which become LIKE patterns), and of the one connected account
-    it is read as (Stripe ``account``: the ``Stripe-Account`` header)."""
-    types = _listed_types(patterns)
-    return types if account is None else and_(types, events.c.account == account)
+def listed_scope(listing: Listing) -> Any:
+    """The inbox events a source's list can return (``connectors.base.Listing``): its event types
+    (``*`` wildcards become LIKE patterns) and its one account."""
+    types = _listed_types(listing.event_types)
+    if listing.account is None:
+        return types
+    return and_(types, events.c.account == listing.account)
 
 
 def _listed_types(patterns: Sequence[str]) -> Any:

@@ -1,0 +1,79 @@
+"""Claiming due events: one UPDATE ... RETURNING per status, an ordered range scan of
+``ix_inbox_events_status_next_attempt_at``; PostgreSQL adds ``FOR UPDATE SKIP LOCKED`` so that
+concurrent workers never claim the same row (SQLite serialises writers). The claim sets
+``next_attempt_at`` to the lease's expiry: an event whose worker died is due again when its lease
+runs out."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection, select, update
+
+from reconciler.inbox.handlers import Event
+from reconciler.storage.models import INBOX_EVENTS as EVENTS
+from reconciler.storage.models import EventStatus
+
+
+def claim_due(
+    conn: Connection,
+    status: EventStatus,
+    now: datetime,
+    lease_until: datetime,
+    limit: int,
+    worker_id: str,
+) -> list[Event]:
+    """Up to ``limit`` events of this status that are due, leased to ``worker_id``, in id order."""
+    due = (
+        select(EVENTS.c.id)
+        .where(EVENTS.c.status == status, EVENTS.c.next_attempt_at <= now)
+        .order_by(EVENTS.c.next_attempt_at)
+        .limit(limit)
+    )
+    if conn.dialect.name == "postgresql":
+        due = due.with_for_update(skip_locked=True)
+    stmt = (
+        update(EVENTS)
+        .where(EVENTS.c.id.in_(due.scalar_subquery()))
+        .values(
+            status=EventStatus.PROCESSING,
+            lease_owner=worker_id,
+            lease_expires_at=lease_until,
+            next_attempt_at=lease_until,
+        )
+        .returning(
+            EVENTS.c.id,
+            EVENTS.c.source,
+            EVENTS.c.event_id,
+            EVENTS.c.event_type,
+            EVENTS.c.object_type,
+            EVENTS.c.object_id,
+            EVENTS.c.occurred_at,
+            EVENTS.c.body,
+            EVENTS.c.content_type,
+            EVENTS.c.headers,
+            EVENTS.c.attempts,
+            EVENTS.c.correlation_id,
+            EVENTS.c.origin,
+        )
+    )
+    events = [
+        Event(
+            id=r.id,
+            source=r.source,
+            event_id=r.event_id,
+            event_type=r.event_type,
+            object_type=r.object_type,
+            object_id=r.object_id,
+            occurred_at=r.occurred_at,
+            body=r.body,
+            content_type=r.content_type,
+            headers=r.headers or {},
+            attempt=r.attempts,
+            correlation_id=r.correlation_id,
+            origin=str(r.origin),
+        )
+        for r in conn.execute(stmt)
+    ]
+    events.sort(key=lambda e: e.id)
+    return events
