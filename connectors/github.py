@@ -83,8 +83,8 @@ def delivery_record(item: Mapping[str, Any], delivered_at: datetime | None = Non
 
 def app_jwt(app_id: int, private_key: str, now: float | None = None) -> str:
     """GitHub's app JWT: iat 60 s in the past (clock drift), exp 9 minutes later (10 at most)."""
-    # Imported here: PyJWT and cryptography cost ~9 MB and ~50 ms at start-up, which only a GitHub
-    # App source needs (the reconciler's 100 MB memory goal counts every module it loads).
+    # Imported here: PyJWT and cryptography add memory and start-up time that only a GitHub App
+    # source needs (the reconciler's memory goal counts every module it loads).
     import jwt
 
     now = time.time() if now is None else now

@@ -329,26 +329,48 @@ unique_by = "stripe_invoice_id"
     return str(path)
 
 
-def statements_of(scenario: Scenario, run: Any) -> list[str]:
-    """The SQL statements SQLAlchemy sent while ``run()`` ran (the page statements go through the
-    driver and are not among them)."""
-    from sqlalchemy import event
+def orphan_passes(scenario: Scenario, run: Any) -> list[bool]:
+    """What each orphan pass of ``run()`` decided: True where it ran the anti-join, False where the
+    scan's tally settled the window (PostgreSQL) without it."""
+    from reconciler.reconcile.store.passes import ClosingPasses
 
-    statements: list[str] = []
+    decisions: list[bool] = []
+    real = ClosingPasses.orphans
 
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement.strip())
+    def orphans(self: ClosingPasses, start: Any, seen_rows: int, grace: Any, scope: Any) -> int:
+        decisions.append(not self.settled_by_tally(start, seen_rows, scope))
+        return real(self, start, seen_rows, grace, scope)
 
-    event.listen(scenario.engine, "before_cursor_execute", record)
+    ClosingPasses.orphans = orphans  # type: ignore[method-assign]
     try:
         run()
     finally:
-        event.remove(scenario.engine, "before_cursor_execute", record)
-    return statements
+        ClosingPasses.orphans = real  # type: ignore[method-assign]
+    return decisions
 
 
-def anti_join_ran(statements: list[str]) -> bool:
-    return any(s.startswith("INSERT INTO discrepancies") and "recon_seen" in s for s in statements)
+def anti_join_ran(passes: list[bool]) -> bool:
+    return any(passes)
+
+
+def resolution_updates(scenario: Scenario, run: Any) -> int:
+    """How many resolution UPDATEs the store issued while ``run()`` ran."""
+    from reconciler.reconcile.store.passes import ClosingPasses
+
+    calls = 0
+    real = ClosingPasses._resolve_where
+
+    def counted(self: ClosingPasses, *args: Any) -> int:
+        nonlocal calls
+        calls += 1
+        return real(self, *args)
+
+    ClosingPasses._resolve_where = counted  # type: ignore[method-assign]
+    try:
+        run()
+    finally:
+        ClosingPasses._resolve_where = real  # type: ignore[method-assign]
+    return calls
 
 
 def unforge(scenario: Scenario, keep: int = 0) -> None:
