@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -72,6 +72,5 @@ class SandboxState:
     _lock: threading.Lock
     _bucket: list[float]
     _stripe_cache: tuple[int, list[dict[str, Any]], dict[str, int], list[int]] | None
-
-    async def _fault(self, request: Request) -> Response | None:
-        raise NotImplementedError
+    # the fault switches every route consults first (``app.Sandbox._fault``)
+    _fault: Callable[[Request], Awaitable[Response | None]]

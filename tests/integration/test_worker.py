@@ -334,9 +334,7 @@ def test_a_crash_loop_kills_only_the_poison_event(
         time.sleep(0.6)  # the dead process's lease runs out
     assert codes == [1, 1, 1, 0]
     with engine.connect() as conn:
-        statuses = dict(
-            conn.execute(select(INBOX_EVENTS.c.event_id, INBOX_EVENTS.c.status)).tuples().all()
-        )
+        statuses = dict(conn.execute(select(INBOX_EVENTS.c.event_id, INBOX_EVENTS.c.status)).all())
     assert statuses.pop("evt_cl07") == "dead"
     assert set(statuses.values()) == {"processed"} and len(statuses) == 49
     poison = row(engine, "evt_cl07")
