@@ -112,6 +112,8 @@ def test_the_test_command_installs_and_passes(tmp_path: Path) -> None:
         capture_output=True,
         timeout=2400,
     )
-    output = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+    # pip's warnings go to stderr, pytest's summary to stdout: the summary last, where a failure's
+    # message shows it
+    output = done.stderr.decode(errors="replace") + done.stdout.decode(errors="replace")
     assert done.returncode == 0, output[-5000:]
     assert re.search(r"\d+ passed", output), output[-2000:]
