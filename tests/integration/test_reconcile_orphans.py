@@ -100,7 +100,7 @@ def test_postgres_orphan_pass_plans_with_fresh_statistics_of_the_seen_ids(
 
     def not_seen(self: PostgresStore, *, whole_inbox: bool) -> Any:
         stats = self.conn.exec_driver_sql(
-            "SELECT reltuples FROM pg_class WHERE relname = 'recon_seen'"
+            "SELECT reltuples FROM pg_class WHERE oid = 'recon_seen'::regclass"  # this schema's
         ).scalar_one()
         rows = self.conn.execute(select(func.count()).select_from(RECON_SEEN)).scalar_one()
         planned_on.append((float(stats), int(rows)))
