@@ -93,3 +93,6 @@ class Provider:
     sensitive_headers: Callable[[SourceOptions], frozenset[str]] = field(
         default=lambda options: frozenset()
     )
+    # payload paths the provider changes between deliveries of one event (its docs say which):
+    # left out of the content fingerprint, so only a real change is a conflict
+    fingerprint_ignore: tuple[str, ...] = ()

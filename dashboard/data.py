@@ -10,6 +10,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import context
+from reconciler.inbox.conflicts import ConflictBodies, conflict_bodies
 from reconciler.inbox.replay import EventDetail, event_detail
 from reconciler.ops import dead_letters, discrepancies, events, overview, runs
 from reconciler.ops.timerange import TimeRange
@@ -46,6 +47,10 @@ def discrepancy(discrepancy_id: int) -> tuple[dict[str, Any], list[dict[str, Any
         row = discrepancies.discrepancy(conn, discrepancy_id)
         related = discrepancies.related_fields(conn, row["source"], row["record_key"])
         return row, related
+
+
+def conflict(discrepancy_id: int) -> ConflictBodies:
+    return context.read(conflict_bodies, discrepancy_id)
 
 
 @st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)

@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from connectors import registry
+from connectors import fingerprint, registry
 from reconciler.errors import ConfigError
 from reconciler.logs import escape_control
 
@@ -254,6 +254,8 @@ class SourceSettings(_Table, registry.AllProviderKeys):
     initial_lookback_hours: int = Field(default=72, ge=1, le=24 * 365)
     retention_days: float | None = Field(default=None, gt=0)
     page_size: int | None = Field(default=None, ge=1, le=1000)
+    # payload paths left out of the content fingerprint (None: the provider's documented default)
+    fingerprint_ignore: tuple[str, ...] | None = None
     # each provider's own keys come from its module (connectors.registry.AllProviderKeys)
     checks: tuple[CheckSettings, ...] = ()
 
@@ -261,6 +263,17 @@ class SourceSettings(_Table, registry.AllProviderKeys):
     @classmethod
     def _checks_tuple(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("fingerprint_ignore", mode="before")
+    @classmethod
+    def _ignore_paths(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            for path in value:
+                if not isinstance(path, str):
+                    raise ValueError("must be a list of JSON paths (strings)")
+                fingerprint.parse_path(path)  # PathError is a ValueError: named with the key
+            return tuple(value)
+        return value
 
     @field_validator("kind")
     @classmethod
@@ -282,6 +295,13 @@ class SourceSettings(_Table, registry.AllProviderKeys):
         if problem:
             raise ValueError(problem)
         return self
+
+    def fingerprint_paths(self) -> tuple[tuple[fingerprint.Segment, ...], ...]:
+        """The parsed paths the content fingerprint leaves out."""
+        paths = self.fingerprint_ignore
+        if paths is None:
+            paths = registry.provider(self.kind).fingerprint_ignore
+        return tuple(fingerprint.parse_path(p) for p in paths)
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str:
         """The API key or token from the environment variable named by ``api_key_env``."""

@@ -25,11 +25,15 @@ class DeliveryOutcome(enum.StrEnum):
     ACCEPTED = "accepted"
     DUPLICATE = "duplicate"
     REJECTED = "rejected"
+    CONFLICT = "conflict"  # a stored event id with other content: logged, flagged, not applied
 
 
 class ErrorClass(enum.StrEnum):
     TRANSIENT = "transient"
     PERMANENT = "permanent"
+    # the request may or may not have taken effect (sent, no answer): ask the handler's verify
+    # function before running it again
+    AMBIGUOUS = "ambiguous"
 
 
 class RunStatus(enum.StrEnum):
@@ -47,6 +51,7 @@ class DiscrepancyKind(enum.StrEnum):
     ORPHANED = "orphaned"
     STUCK = "stuck"
     DEAD = "dead"
+    CONFLICT = "conflict"  # a redelivery's content differs from the stored event's, per field
 
 
 class DiscrepancyStatus(enum.StrEnum):

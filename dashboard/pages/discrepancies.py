@@ -8,8 +8,10 @@ from datetime import UTC, datetime, time
 import streamlit as st
 
 from dashboard import context, data
+from reconciler.errors import HookledgerError
 from reconciler.ops import operator_actions as actions
-from reconciler.ops.discrepancies import SORTABLE, value_diff
+from reconciler.ops.discrepancies import SORTABLE, body_diff, masked_values, value_diff
+from reconciler.ops.masking import Masker
 from reconciler.reconcile.export import DiscrepancyFilter, write_csv
 from reconciler.storage.models import DiscrepancyKind, DiscrepancyStatus
 
@@ -63,7 +65,8 @@ if not rows:
     st.info("No discrepancy matches these filters.")
     st.stop()
 
-st.dataframe(rows, hide_index=True, key="d_table")
+masker = Masker(context.settings().dashboard.mask_fields)
+st.dataframe(masked_values(rows, masker), hide_index=True, key="d_table")
 
 labels = {
     r["id"]: f"#{r['id']} · {r['source']} · {r['kind']} · {r['event_id'] or r['object_id'] or ''}"
@@ -77,6 +80,9 @@ if chosen is None:
     st.stop()
 
 row, related = data.discrepancy(int(chosen))
+[row] = masked_values([row], masker)
+related = masked_values(related, masker)
+conflict = row["kind"] == DiscrepancyKind.CONFLICT
 st.subheader(f"Discrepancy #{row['id']}: {row['kind']} ({row['status']})")
 meta = {
     k: row[k]
@@ -99,10 +105,35 @@ meta = {
 }
 st.json(meta, expanded=True)
 left, right = st.columns(2)
-left.markdown("**Source says**")
+left.markdown("**Later delivery has**" if conflict else "**Source says**")
 left.code(row["source_value"] or "(nothing)", language="json")
-right.markdown("**Local has**")
+right.markdown("**Stored (applied) version has**" if conflict else "**Local has**")
 right.code(row["local_value"] or "(nothing)", language="json")
+if conflict:
+    st.markdown("**Every conflicting field of this event** (stored beside the later delivery)")
+    st.dataframe(
+        [
+            {
+                "field": r["field"] or "(whole body)",
+                "stored": r["local_value"],
+                "later delivery": r["source_value"],
+                "status": r["status"],
+            }
+            for r in related
+        ],
+        hide_index=True,
+        key="d_conflict_fields",
+    )
+    try:
+        bodies = data.conflict(int(row["id"]))
+    except HookledgerError as exc:
+        st.warning(str(exc))
+    else:
+        st.markdown(
+            f"**The two bodies** (the later one received {bodies.received_at:%Y-%m-%d %H:%M:%S} "
+            "UTC and never applied; masked)"
+        )
+        st.code(body_diff(bodies.stored, bodies.later, masker), language="diff")
 if row["kind"] == DiscrepancyKind.DIVERGED and len(related) > 0:
     st.markdown("**Every field of this object** (source beside local)")
     diff = [
@@ -123,8 +154,11 @@ if not who.can_act:
     st.info("Read-only view: actions need an operator sign-in.")
     st.stop()
 
+KEEP, APPLY = "keep stored version", "apply later delivery"
 options = ["resolve", "ignore"]
-if row["event_id"]:
+if conflict:
+    options = [KEEP, APPLY, "ignore"] if row["status"] == DiscrepancyStatus.OPEN else ["ignore"]
+elif row["event_id"]:
     options = ["replay", "backfill", *options]
 go, reason, action = context.confirmed_form(
     "d",
@@ -135,7 +169,15 @@ go, reason, action = context.confirmed_form(
 if go:
     engine = context.engine()
     src, eid = row["source"], row["event_id"]
-    if action == "replay":
+    if action == KEEP:
+        result = context.act(
+            lambda a: actions.keep_stored_version(engine, int(row["id"]), actor=a, reason=reason)
+        )
+    elif action == APPLY:
+        result = context.act(
+            lambda a: actions.apply_later_version(engine, int(row["id"]), actor=a, reason=reason)
+        )
+    elif action == "replay":
         result = context.act(lambda a: actions.replay(engine, src, eid, actor=a, reason=reason))
     elif action == "backfill":
         settings = context.settings()

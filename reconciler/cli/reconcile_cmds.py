@@ -17,11 +17,11 @@ from reconciler.audit import default_actor
 from reconciler.cli.common import Command, open_engine, unknown_source_error
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.process import freeze_startup_objects
+from reconciler.states import DiscrepancyKind, DiscrepancyStatus
 from reconciler.storage.engine import database_error
-from reconciler.storage.models import DiscrepancyStatus
 
 EXIT_OK, EXIT_DISCREPANCIES, EXIT_ERROR, EXIT_SKIPPED = 0, 1, 2, 3
-KINDS = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")
+KINDS = tuple(kind.value for kind in DiscrepancyKind)
 
 
 def _time(value: str) -> datetime:
@@ -96,6 +96,15 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         p.add_argument("--yes", action="store_true", help="confirm a bulk change")
         add_filter_options(p)
         p.set_defaults(func=cmd_discrepancies, new_status=name)
+    for name, what in (
+        ("keep-stored", "keep the stored version: resolve every conflicting field of the event"),
+        ("apply-later", "replace the stored event with the later delivery's body and replay it"),
+    ):
+        p = dsub.add_parser(name, parents=[parent], help=f"a conflict: {what}")
+        p.add_argument("id", type=int, metavar="ID", help="the conflict discrepancy's id")
+        p.add_argument("--reason", required=True, help="why (kept in the audit log)")
+        p.add_argument("--actor", help="who (default: the OS user)")
+        p.set_defaults(func=cmd_conflict, conflict_action=name)
 
     p = sub.add_parser(
         "backfill", parents=[parent], help="fetch an event from its source into the inbox"
@@ -290,6 +299,25 @@ def cmd_discrepancies(args: argparse.Namespace) -> int:
             return EXIT_ERROR
         done = set_status_bulk(conn, flt, status, actor=actor, reason=args.reason)
         print(f"{done} discrepancies: {status.value}")
+    return EXIT_OK
+
+
+def cmd_conflict(args: argparse.Namespace) -> int:
+    from reconciler.inbox.conflicts import apply_later, keep_stored
+
+    actor = args.actor or default_actor()
+    with Command(args) as cmd, cmd.engine.begin() as conn:
+        if args.conflict_action == "keep-stored":
+            n = keep_stored(conn, args.id, actor=actor, reason=args.reason)
+            print(
+                f"discrepancy {args.id}: kept the stored version; {n} conflicting fields resolved"
+            )
+            return EXIT_OK
+        result = apply_later(conn, args.id, actor=actor, reason=args.reason)
+    print(
+        f"{result.source} {result.event_id}: {result.previous_status} -> pending with the later "
+        f"delivery's body (same event id); {result.resolved} conflict discrepancies resolved"
+    )
     return EXIT_OK
 
 

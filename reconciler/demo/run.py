@@ -155,6 +155,20 @@ def _wait_drained(engine: Engine, timeout: float = 300.0) -> None:
         time.sleep(0.2)
 
 
+def _redeliver_changed(
+    client: httpx.Client, url: str, world: World, event_id: str, settings: Settings
+) -> None:
+    """Deliver a received Stripe event once more with another amount: the receiver must answer
+    ``conflict`` (kept, flagged, not applied)."""
+    source = settings.source("stripe")
+    assert source is not None
+    event = next(e for e in world.stripe_events if e["id"] == event_id)
+    [hook] = stripe_webhooks([truth.conflicting_copy(event)], source.signing_secrets()[0])
+    answer = client.post(url, content=hook.body, headers=hook.headers)
+    if answer.status_code != 200 or answer.json().get("status") != "conflict":
+        raise HookledgerError(f"a conflicting redelivery was answered {answer.text[:200]}")
+
+
 def _tamper(business: Engine, tampering: truth.Tampering) -> None:
     with business.begin() as conn:
         if tampering.invoice_status:
@@ -296,6 +310,9 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                         report,
                         on_sent=lambda: progress.advance(task),
                     )
+                conflict = truth.choose_conflict(world, reports, faults, opts.seed)
+                if conflict is not None:
+                    _redeliver_changed(client, f"{base}/webhooks/stripe", world, conflict, settings)
             record_github_outcomes(world, reports["github"])
             bad = {n: dict(r.responses) for n, r in reports.items() if set(r.responses) != {"200"}}
             if bad:
@@ -303,9 +320,11 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             _wait_drained(engine)
             tampering = truth.choose_tampering(world, reports, faults, opts.seed)
             _tamper(business, tampering)
-            expected = truth.expected_counts(world, reports, faults, tampering)
+            expected = truth.expected_counts(world, reports, faults, tampering, conflict)
             (directory / "truth.json").write_text(
-                json.dumps(truth.ground_truth(reports, faults, tampering, expected), indent=2)
+                json.dumps(
+                    truth.ground_truth(reports, faults, tampering, expected, conflict), indent=2
+                )
             )
             reader = make_engine(f"sqlite:///{directory / 'business.db'}", readonly=True)
             try:

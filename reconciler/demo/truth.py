@@ -12,8 +12,9 @@ from typing import Any
 from connectors.sandbox.sender import Report
 from connectors.sandbox.world import World
 from reconciler.demo.handlers import STEP
+from reconciler.states import DiscrepancyKind
 
-KINDS = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")
+KINDS = tuple(kind.value for kind in DiscrepancyKind)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,31 @@ def choose_handler_faults(
         if mine and not permanent & set(mine):
             permanent.add(rng.choice(mine))
     return HandlerFaults(sorted(transient), sorted(permanent))
+
+
+def choose_conflict(
+    world: World, reports: Mapping[str, Report], faults: HandlerFaults, seed: int
+) -> str | None:
+    """A received invoice.paid event that the demo delivers once more with another ``amount_paid``
+    (a proxy or a second system reusing the id): a conflict with one field, never applied."""
+    if "stripe" not in reports:
+        return None
+    rng = random.Random(seed * 7 + 3)
+    skip = set(faults.transient) | set(faults.permanent)
+    received = set(_received(reports["stripe"]))
+    candidates = sorted(
+        e["id"]
+        for e in world.stripe_events
+        if e["type"] == "invoice.paid" and e["id"] in received and e["id"] not in skip
+    )
+    return rng.choice(candidates) if candidates else None
+
+
+def conflicting_copy(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The event with ``data.object.amount_paid`` changed (what :func:`choose_conflict` sends)."""
+    obj = dict(event["data"]["object"])
+    obj["amount_paid"] = int(obj.get("amount_paid") or 0) + 100
+    return {**event, "data": {**event["data"], "object": obj}}
 
 
 def _invoice_events(world: World) -> dict[str, list[dict[str, Any]]]:
@@ -110,6 +136,7 @@ def expected_counts(
     reports: Mapping[str, Report],
     faults: HandlerFaults,
     tampering: Tampering,
+    conflict: str | None = None,
 ) -> dict[str, dict[str, int]]:
     """Open discrepancies per source and kind that the reconciliation must report."""
     out: dict[str, dict[str, int]] = {}
@@ -150,6 +177,8 @@ def expected_counts(
                 if e["type"] == "invoice.paid" and e["id"] in paid_twice
             ),
         )
+    if conflict is not None:
+        add("stripe", "conflict")  # one field: amount_paid
     if "shopify" in reports:
         add("shopify", "diverged", len(tampering.order_status))
         add("shopify", "unapplied", len(tampering.order_deleted))
@@ -161,11 +190,13 @@ def ground_truth(
     faults: HandlerFaults,
     tampering: Tampering,
     expected: Mapping[str, Mapping[str, int]],
+    conflict: str | None = None,
 ) -> dict[str, Any]:
     return {
         "deliveries": {s: r.to_json() for s, r in reports.items()},
         "handler_faults": asdict(faults),
         "tampering": asdict(tampering),
+        "conflicting_redelivery": conflict,
         "expected_open_discrepancies": expected,
     }
 

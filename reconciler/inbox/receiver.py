@@ -2,7 +2,10 @@
 
 ``POST /webhooks/{source}``: read the raw body (bounded), verify the signature for the source's kind,
 insert-if-new the event and append the delivery in one transaction (group-committed), answer 200
-``{"status": "accepted" | "duplicate"}``. No business work happens in the request.
+``{"status": "accepted" | "duplicate" | "conflict", "event_id": ...}`` (a conflict is the event
+id again with other content: 2xx, since the first copy is safely stored and a 4xx would make the
+provider retry it for days; it is flagged for an operator, never applied).
+No business work happens in the request.
 Errors share one JSON shape: ``{"status": "rejected" | "error", "reason": "..."}``.
 """
 
@@ -142,6 +145,7 @@ def create_app(
             received_at=received_at,
             content_type=content_type,
             remote_addr=remote,
+            fingerprint_ignore=verifier.fingerprint_ignore,
         )
         try:
             outcome = await committer.submit(item)

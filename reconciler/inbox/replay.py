@@ -26,6 +26,20 @@ EVENTS = INBOX_EVENTS
 REPLAYABLE = (EventStatus.FAILED, EventStatus.DEAD, EventStatus.PROCESSED, EventStatus.IGNORED)
 
 
+def requeued() -> dict[str, Any]:
+    """The columns that put an event back to pending as if new: due now, attempts from zero."""
+    return {
+        "status": EventStatus.PENDING,
+        "attempts": 0,
+        "next_attempt_at": utcnow(),
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "processed_at": None,
+        "error_class": None,
+        "last_error": None,
+    }
+
+
 @dataclass(frozen=True)
 class ReplayResult:
     source: str
@@ -53,18 +67,9 @@ def replay_event(
     result = conn.execute(
         update(EVENTS)
         .where(EVENTS.c.id == row.id, EVENTS.c.status == status)
-        .values(
-            # The origin stays that of the first receipt: orphan detection reads it, and a forged
-            # webhook must stay a webhook after an operator replays it. The audit log has the replay.
-            status=EventStatus.PENDING,
-            attempts=0,
-            next_attempt_at=utcnow(),
-            lease_owner=None,
-            lease_expires_at=None,
-            processed_at=None,
-            error_class=None,
-            last_error=None,
-        )
+        # The origin stays that of the first receipt: orphan detection reads it, and a forged
+        # webhook must stay a webhook after an operator replays it. The audit log has the replay.
+        .values(**requeued())
     )
     if result.rowcount != 1:
         raise ActionRefusedError(f"event '{event_id}' changed while replaying it; try again")

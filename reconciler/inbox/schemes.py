@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from connectors.fingerprint import Segment
 from connectors.options import SourceOptions
 from connectors.parsing import ParsedEvent
 from connectors.provider import Provider
@@ -19,11 +20,13 @@ class SourceVerifier:
     secrets: tuple[str, ...]
     options: SourceOptions = field(init=False)
     provider: Provider = field(init=False)
+    fingerprint_ignore: tuple[tuple[Segment, ...], ...] = field(init=False)
 
     def __post_init__(self) -> None:
         # the receiver needs no API key: the options carry none
         object.__setattr__(self, "options", options_of(self.source, secrets=False))
         object.__setattr__(self, "provider", provider(self.source.kind))
+        object.__setattr__(self, "fingerprint_ignore", self.source.fingerprint_paths())
 
     @property
     def extra_sensitive_headers(self) -> frozenset[str]:

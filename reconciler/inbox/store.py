@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, insert, select, tuple_
 
+from connectors.fingerprint import Segment, fingerprint
 from connectors.parsing import ParsedEvent
 from reconciler.inbox.bounds import rejected_row_values
+from reconciler.inbox.conflicts import Conflict, open_conflicts
 from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import (
     DELIVERIES,
@@ -41,6 +43,12 @@ class IncomingEvent:
     origin: EventOrigin = EventOrigin.WEBHOOK
     remote_addr: str | None = None
     correlation_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # the source's fingerprint_ignore paths, parsed
+    fingerprint_ignore: tuple[tuple[Segment, ...], ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.source, self.parsed.event_id)
 
 
 @dataclass(frozen=True)
@@ -59,7 +67,7 @@ class RejectedRecord:
 Item = IncomingEvent | RejectedRecord
 
 
-def _event_row(item: IncomingEvent) -> dict[str, Any]:
+def _event_row(item: IncomingEvent, content: str) -> dict[str, Any]:
     p = item.parsed
     return {
         "source": item.source,
@@ -79,6 +87,7 @@ def _event_row(item: IncomingEvent) -> dict[str, Any]:
         "attempts": 0,
         "next_attempt_at": item.received_at,
         "correlation_id": item.correlation_id,
+        "fingerprint": content,
     }
 
 
@@ -86,15 +95,16 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
     """Store a batch in the caller's transaction; return each item's outcome, in order.
 
     All events go in one executemany of ``INSERT ... ON CONFLICT DO NOTHING RETURNING source, event_id``
-    (SQLAlchemy sends it as multi-row statements): the keys returned are the new events, every other
-    item is a duplicate. Within a batch the first item of a key wins. Rows are sent in
-    (source, event_id) order so that concurrent batches on PostgreSQL lock in one order and cannot
-    deadlock. One statement per batch also means one compilation per batch: the dialects' INSERT
-    constructs are not in SQLAlchemy's statement cache (sqlalchemy/sqlalchemy#10445), so compiling
-    per row would cost more than storing the row.
+    (SQLAlchemy sends it as multi-row statements): the keys returned are the new events. Every other
+    item is a redelivery: a ``duplicate`` when its content fingerprint is the stored one's, else a
+    ``conflict`` (kept in its delivery row, flagged as a discrepancy, not applied). Within a batch the
+    first item of a key wins. Rows are sent in (source, event_id) order so that concurrent batches on
+    PostgreSQL lock in one order and cannot deadlock. One statement per batch also means one
+    compilation per batch: the dialects' INSERT constructs are not in SQLAlchemy's statement cache
+    (sqlalchemy/sqlalchemy#10445), so compiling per row would cost more than storing the row.
     """
-    outcomes: list[DeliveryOutcome] = []
     events = [it for it in items if isinstance(it, IncomingEvent)]
+    contents = {id(e): fingerprint(e.body, e.fingerprint_ignore) for e in events}
     inserted: set[tuple[str, str]] = set()
     if events:
         stmt = (
@@ -102,39 +112,135 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
             .on_conflict_do_nothing(index_elements=["source", "event_id"])
             .returning(EVENTS.c.source, EVENTS.c.event_id)
         )
-        rows = sorted((_event_row(e) for e in events), key=lambda r: (r["source"], r["event_id"]))
+        rows = sorted(
+            (_event_row(e, contents[id(e)]) for e in events),
+            key=lambda r: (r["source"], r["event_id"]),
+        )
         inserted = {(r.source, r.event_id) for r in conn.execute(stmt, rows)}
-    deliveries = []
+    # What each key's redeliveries are compared with: the copy this batch stored, or the inbox's.
+    first: dict[tuple[str, str], IncomingEvent] = {}
+    for e in events:
+        if e.key in inserted:
+            first.setdefault(e.key, e)
+    stored = _stored_contents(conn, [e for e in events if e.key not in first], contents)
+
+    outcomes: list[DeliveryOutcome] = []
+    deliveries: list[dict[str, Any]] = []
+    conflicts: list[Conflict] = []
     for item in items:
-        if isinstance(item, IncomingEvent):
-            key = (item.source, item.parsed.event_id)
-            outcome = DeliveryOutcome.ACCEPTED if key in inserted else DeliveryOutcome.DUPLICATE
-            inserted.discard(key)
-            deliveries.append(
-                {
-                    "source": item.source,
-                    "event_id": item.parsed.event_id,
-                    "delivery_id": item.parsed.delivery_id,
-                    "received_at": item.received_at,
-                    "outcome": outcome,
-                    "status_code": 200,
-                    "reason": None,
-                    "remote_addr": item.remote_addr,
-                }
-            )
-        else:
-            outcome = DeliveryOutcome.REJECTED
+        if isinstance(item, RejectedRecord):
+            outcomes.append(DeliveryOutcome.REJECTED)
             deliveries.append(
                 {
                     **rejected_row_values(
                         item.source, item.reason, item.event_id, item.delivery_id, item.remote_addr
                     ),
                     "received_at": item.received_at,
-                    "outcome": outcome,
+                    "outcome": DeliveryOutcome.REJECTED,
                     "status_code": item.status_code,
                 }
             )
-        outcomes.append(outcome)
+            continue
+        row = _delivery_row(item)
+        if first.get(item.key) is item:
+            outcomes.append(DeliveryOutcome.ACCEPTED)
+            deliveries.append({**row, "outcome": DeliveryOutcome.ACCEPTED})
+            continue
+        mine = contents[id(item)]
+        theirs = _compared_with(item, first, stored, contents)
+        if theirs is None or theirs[0] == mine:  # (None: the stored copy is gone: pruned meanwhile)
+            outcomes.append(DeliveryOutcome.DUPLICATE)
+            deliveries.append(row)
+            continue
+        outcomes.append(DeliveryOutcome.CONFLICT)
+        row.update(outcome=DeliveryOutcome.CONFLICT, fingerprint=mine, body=item.body)
+        delivery_row = conn.execute(insert(DELIVERIES).returning(DELIVERIES.c.id), row).scalar_one()
+        p = item.parsed
+        conflicts.append(
+            Conflict(
+                source=item.source,
+                event_id=p.event_id,
+                event_type=p.event_type,
+                object_type=p.object_type,
+                object_id=p.object_id,
+                occurred_at=p.occurred_at,
+                stored_body=theirs[1],
+                stored_fingerprint=theirs[0],
+                later_body=item.body,
+                later_fingerprint=mine,
+                delivery_row=int(delivery_row),
+                received_at=item.received_at,
+                ignore=item.fingerprint_ignore,
+            )
+        )
     if deliveries:
         conn.execute(insert(DELIVERIES), deliveries)
+    open_conflicts(conn, conflicts)
     return outcomes
+
+
+def _delivery_row(item: IncomingEvent) -> dict[str, Any]:
+    return {
+        "source": item.source,
+        "event_id": item.parsed.event_id,
+        "delivery_id": item.parsed.delivery_id,
+        "received_at": item.received_at,
+        "outcome": DeliveryOutcome.DUPLICATE,
+        "status_code": 200,
+        "reason": None,
+        "remote_addr": item.remote_addr,
+        "fingerprint": None,
+        "body": None,
+    }
+
+
+_Stored = dict[tuple[str, str], tuple[str | None, bytes | None]]
+
+
+def _stored_contents(
+    conn: Connection, redelivered: Sequence[IncomingEvent], contents: dict[int, str]
+) -> _Stored:
+    """The inbox's fingerprint of each redelivered key; its body too where the redelivery's
+    fingerprint differs or the row has none (stored before fingerprints): a duplicate costs one
+    narrow read, a conflict one more."""
+    keys = sorted({e.key for e in redelivered})
+    if not keys:
+        return {}
+    found: _Stored = {}
+    for source, event_id, content in conn.execute(
+        select(EVENTS.c.source, EVENTS.c.event_id, EVENTS.c.fingerprint).where(
+            tuple_(EVENTS.c.source, EVENTS.c.event_id).in_(keys)
+        )
+    ):
+        found[(source, event_id)] = (content, None)
+    wanted = sorted(
+        {e.key for e in redelivered if e.key in found and found[e.key][0] != contents[id(e)]}
+    )
+    if wanted:
+        for source, event_id, body in conn.execute(
+            select(EVENTS.c.source, EVENTS.c.event_id, EVENTS.c.body).where(
+                tuple_(EVENTS.c.source, EVENTS.c.event_id).in_(wanted)
+            )
+        ):
+            found[(source, event_id)] = (found[(source, event_id)][0], body)
+    return found
+
+
+def _compared_with(
+    item: IncomingEvent,
+    first: dict[tuple[str, str], IncomingEvent],
+    stored: _Stored,
+    contents: dict[int, str],
+) -> tuple[str, bytes] | None:
+    """(fingerprint, body) of the copy ``item`` is a redelivery of (body: only when needed)."""
+    winner = first.get(item.key)
+    if winner is not None:
+        return contents[id(winner)], winner.body
+    if item.key not in stored:
+        return None
+    content, body = stored[item.key]
+    if content is None:
+        if body is None:
+            return None
+        content = fingerprint(body, item.fingerprint_ignore)
+    return content, body or b""

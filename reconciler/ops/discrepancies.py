@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from reconciler.errors import NotFoundError
+from reconciler.ops.masking import MASK, Masker, is_payment_data
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.storage.models import DISCREPANCIES
 
@@ -120,3 +122,38 @@ def related_fields(conn: Connection, source: str, record_key: str) -> list[dict[
         .order_by(DISCREPANCIES.c.field)
     )
     return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def _last_key(field: str) -> str:
+    return field.rsplit(".", 1)[-1].split("[", 1)[0]
+
+
+def masked_values(rows: list[dict[str, Any]], masker: Masker) -> list[dict[str, Any]]:
+    """The rows with ``source_value`` / ``local_value`` masked where the field (its last key) is a
+    secret or configured PII, or the value is a card number or IBAN; JSON values masked inside."""
+    out = []
+    for row in rows:
+        hidden = masker.hides(_last_key(str(row.get("field") or "")))
+        copy = dict(row)
+        for column in ("source_value", "local_value"):
+            value = row.get(column)
+            if value is None:
+                continue
+            if hidden or is_payment_data(str(value)):
+                copy[column] = MASK
+                continue
+            parsed = _parse(str(value))
+            if isinstance(parsed, dict | list):
+                copy[column] = json.dumps(masker.mask(parsed), sort_keys=True, ensure_ascii=False)
+        out.append(copy)
+    return out
+
+
+def body_diff(stored: bytes, later: bytes, masker: Masker) -> str:
+    """A unified diff of the two bodies, pretty-printed with sorted keys and masked."""
+    a = masker.mask_body(stored).splitlines()
+    b = masker.mask_body(later).splitlines()
+    lines = difflib.unified_diff(
+        a, b, "stored (applied)", "later delivery (not applied)", lineterm=""
+    )
+    return "\n".join(lines) or "(the bodies differ only in what is not shown)"

@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from reconciler.audit import record_audit
 from reconciler.config import Settings
 from reconciler.errors import ActionRefusedError, ConfigError, HookledgerError
+from reconciler.inbox import conflicts
 from reconciler.inbox.replay import replay_event
 from reconciler.ops.dead_letters import replay_many
 from reconciler.reconcile import repair
@@ -55,6 +56,23 @@ def set_discrepancy_status(
     with engine.begin() as conn:
         repair.set_status(conn, discrepancy_id, status, actor=actor, reason=why)
     return f"discrepancy {discrepancy_id} marked {status.value}"
+
+
+def keep_stored_version(engine: Engine, discrepancy_id: int, *, actor: str, reason: str) -> str:
+    why = _reason(reason)
+    with engine.begin() as conn:
+        n = conflicts.keep_stored(conn, discrepancy_id, actor=actor, reason=why)
+    return f"kept the stored version; {n} conflicting fields resolved"
+
+
+def apply_later_version(engine: Engine, discrepancy_id: int, *, actor: str, reason: str) -> str:
+    why = _reason(reason)
+    with engine.begin() as conn:
+        result = conflicts.apply_later(conn, discrepancy_id, actor=actor, reason=why)
+    return (
+        f"{result.source} {result.event_id}: {result.previous_status} → pending with the later "
+        f"delivery's body (same event id); {result.resolved} conflicting fields resolved"
+    )
 
 
 def backfill_event(

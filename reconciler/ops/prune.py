@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, Engine, delete, func, select, tuple_
+from sqlalchemy import ColumnElement, Connection, Engine, delete, exists, func, select, tuple_
 
 from reconciler.audit import record_audit
 from reconciler.config import Settings
@@ -26,10 +26,13 @@ from reconciler.errors import ActionRefusedError
 from reconciler.ops.rollup import roll_up
 from reconciler.storage.models import (
     DELIVERIES,
+    DISCREPANCIES,
     INBOX_EVENTS,
     PROCESSING_ATTEMPTS,
     QUEUE_SNAPSHOTS,
     DeliveryOutcome,
+    DiscrepancyKind,
+    DiscrepancyStatus,
     EventStatus,
 )
 
@@ -57,8 +60,16 @@ def minimum_keep(settings: Settings) -> timedelta:
 
 
 def _ended_before(cutoff: datetime) -> list[ColumnElement[bool]]:
-    e = INBOX_EVENTS
-    return [e.c.status.in_(ENDED), e.c.received_at < cutoff]
+    """Ended before the cutoff, and no open conflict waits on it (an operator still needs both
+    versions: the event's body and the later delivery's)."""
+    e, d = INBOX_EVENTS, DISCREPANCIES
+    waiting = exists().where(
+        d.c.source == e.c.source,
+        d.c.kind == DiscrepancyKind.CONFLICT,
+        d.c.record_key == e.c.event_id,
+        d.c.status == DiscrepancyStatus.OPEN,
+    )
+    return [e.c.status.in_(ENDED), e.c.received_at < cutoff, ~waiting]
 
 
 def _count(conn: Connection, cutoff: datetime) -> PruneResult:

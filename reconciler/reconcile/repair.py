@@ -15,7 +15,7 @@ from reconciler.errors import ActionRefusedError, NotFoundError
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.sources import provider
-from reconciler.storage.models import DISCREPANCIES, DeliveryOutcome, DiscrepancyStatus, EventOrigin
+from reconciler.storage.models import DISCREPANCIES, DiscrepancyStatus, EventOrigin
 from reconciler.storage.types import utcnow
 
 
@@ -78,7 +78,9 @@ def set_status_bulk(
 class BackfillResult:
     source: str
     event_id: str
-    outcome: str  # accepted (new event) | duplicate (already in the inbox) | redelivery_requested
+    # accepted (new event) | duplicate (already in the inbox) | conflict (in the inbox with other
+    # content: flagged, not applied) | redelivery_requested
+    outcome: str
 
 
 def _incoming(source: SourceSettings, record: Record) -> IncomingEvent:
@@ -92,6 +94,7 @@ def _incoming(source: SourceSettings, record: Record) -> IncomingEvent:
         received_at=utcnow(),
         content_type="application/json",
         origin=EventOrigin.BACKFILL,
+        fingerprint_ignore=source.fingerprint_paths(),
     )
 
 
@@ -137,5 +140,5 @@ def backfill(
     return BackfillResult(
         source.name,
         item.parsed.event_id,
-        "accepted" if outcome is DeliveryOutcome.ACCEPTED else "duplicate",
+        outcome.value,
     )

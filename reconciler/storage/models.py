@@ -92,6 +92,8 @@ class InboxEvent(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(128))
     lease_expires_at: Mapped[datetime | None]
     correlation_id: Mapped[str] = mapped_column(String(64))
+    # SHA-256 of the content (connectors.fingerprint); NULL on rows stored before migration 0011
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
         UniqueConstraint("source", "event_id"),
@@ -116,6 +118,10 @@ class Delivery(Base):
     status_code: Mapped[int] = mapped_column(Integer)
     reason: Mapped[str | None] = mapped_column(String(512))
     remote_addr: Mapped[str | None] = mapped_column(String(64))
+    # a conflicting redelivery only: its content fingerprint and raw body (the stored event keeps
+    # the first), so that an operator can compare them and apply the later one
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
+    body: Mapped[bytes | None] = mapped_column(LargeBinary)
 
     __table_args__ = (
         # time-bucketed counts per source and outcome are answered from these indexes alone: one

@@ -334,3 +334,61 @@ def test_a_reconcile_now_that_fails_is_audited_too(engine: Engine, db_url: str) 
         "failed",
     )
     assert "T_UNSET_KEY" in entry.detail["error"]
+
+
+def _seed_conflict(engine: Engine) -> None:
+    import json as _json
+
+    from connectors.parsing import parse_stripe
+    from reconciler.inbox.store import IncomingEvent, store_items
+
+    def body(status: str, email: str) -> bytes:
+        obj = {"id": "in_c", "object": "invoice", "status": status, "email": email}
+        event = {
+            "id": "evt_conflict",
+            "type": "invoice.paid",
+            "created": 1,
+            "data": {"object": obj},
+        }
+        return _json.dumps(event).encode()
+
+    items = [
+        IncomingEvent("stripe", parse_stripe({}, b), b, {}, datetime.now(UTC))
+        for b in (body("paid", "ann@example.com"), body("refunded", "bob@example.com"))
+    ]
+    with engine.begin() as conn:
+        assert [o.value for o in store_items(conn, items)] == ["accepted", "conflict"]
+
+
+def test_a_conflict_shows_both_bodies_masked_and_applies_the_later_one(dash: Dash) -> None:
+    _seed_conflict(dash.engine)
+    at = dash.app("discrepancies")
+    at.multiselect(key="d_kinds").set_value(["conflict"]).run()
+    table = at.dataframe[-1].value
+    assert set(table["field"]) == {"data.object.status", "data.object.email"}
+    assert "ann@example.com" not in str(table.to_dict())  # PII masked in the list
+    did = int(table[table["field"] == "data.object.status"]["id"].iloc[0])
+    at.selectbox(key="d_pick").set_value(did).run()
+    assert not at.exception, [e.value for e in at.exception]
+    diff = next(c.value for c in at.code if c.value.startswith("--- stored"))
+    assert '-      "status": "paid"' in diff and '+      "status": "refunded"' in diff
+    assert "bob@example.com" not in diff and "<masked>" in diff
+    assert at.radio(key="d_action_kind").options == [
+        "keep stored version",
+        "apply later delivery",
+        "ignore",
+    ]
+    at.radio(key="d_action_kind").set_value("apply later delivery")
+    at.text_input(key="d_reason").input("the refund went through")
+    at.checkbox(key="d_confirm").check()
+    _button(at, "Apply").click().run()
+    assert [s.value for s in at.success] == [
+        "stripe evt_conflict: pending → pending with the later delivery's body (same event id); "
+        "2 conflicting fields resolved"
+    ]
+    assert _audit(dash.engine) == [("tester", "conflict.apply_later", "the refund went through")]
+    with dash.engine.connect() as conn:
+        stored = conn.execute(
+            select(INBOX_EVENTS.c.body).where(INBOX_EVENTS.c.event_id == "evt_conflict")
+        ).scalar_one()
+    assert b"refunded" in stored

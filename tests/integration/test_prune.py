@@ -182,3 +182,36 @@ def test_cli_snapshot_and_prune(
     assert main(["prune", "--config", str(cfg), "--actor", "cron"]) == 0
     assert "deleted rows older than" in capsys.readouterr().out
     assert _left(engine)["events"] == ["new_done", "old_dead", "old_pending"]
+
+
+def test_prune_keeps_an_event_whose_conflict_is_open(engine: Engine) -> None:
+    """An operator deciding a conflict needs both versions: the event and the later delivery stay
+    until the conflict is kept, applied or ignored."""
+    from reconciler.storage.models import DISCREPANCIES
+
+    now = _history(engine)["now"]
+    with engine.begin() as conn:
+        conn.execute(
+            insert(DISCREPANCIES),
+            [
+                {
+                    "source": "stripe",
+                    "kind": "conflict",
+                    "record_key": "old_done",
+                    "field": "data.object.status",
+                    "event_id": "old_done",
+                    "first_seen_at": now,
+                    "last_seen_at": now,
+                    "first_run_id": "receiver",
+                    "last_run_id": "receiver",
+                    "status": "open",
+                },
+            ],
+        )
+    done = prune(engine, make_settings(), keep=timedelta(days=7), now=now, actor="ops")
+    assert done.events == 1
+    assert "old_done" in _left(engine)["events"]
+    with engine.begin() as conn:
+        conn.execute(DISCREPANCIES.update().values(status="resolved"))
+    assert prune(engine, make_settings(), keep=timedelta(days=7), now=now, actor="ops").events == 1
+    assert "old_done" not in _left(engine)["events"]

@@ -24,9 +24,7 @@ from sqlalchemy import (
     RootTransaction,
     TextClause,
     bindparam,
-    case,
     delete,
-    literal,
     select,
     text,
 )
@@ -36,6 +34,7 @@ from connectors.base import Record
 from reconciler.cursors import load_cursor
 from reconciler.reconcile.judge import Finding, InboxFacts, object_keys
 from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS, RECON_SEEN, DiscrepancyStatus
+from reconciler.storage.upserts import on_natural_key
 
 
 class ScanStore(ABC):
@@ -180,43 +179,6 @@ def chunks(event_ids: Sequence[str], size: int) -> list[str]:
         json.dumps(list(event_ids[start : start + size]))
         for start in range(0, len(event_ids), size)
     ]
-
-
-def reopened() -> Any:
-    """Seen again: open, unless an operator chose to ignore it."""
-    column = DISCREPANCIES.c.status
-    return case(
-        (column == DiscrepancyStatus.IGNORED, column),
-        else_=literal(DiscrepancyStatus.OPEN.value),
-    )
-
-
-def on_natural_key(stmt: Any) -> Any:
-    """An INSERT into discrepancies made an upsert by natural key (see ``upsert_findings``)."""
-    d = DISCREPANCIES
-    resolved = d.c.status == DiscrepancyStatus.RESOLVED
-    return stmt.on_conflict_do_update(
-        index_elements=["source", "kind", "record_key", "field"],
-        set_={
-            **{
-                name: getattr(stmt.excluded, name)
-                for name in (
-                    "last_seen_at",
-                    "last_run_id",
-                    "source_value",
-                    "local_value",
-                    "cause",
-                    "amount",
-                    "currency",
-                    "recover_by",
-                    "detail",
-                )
-            },
-            "status": reopened(),
-            "resolution": case((resolved, literal(None)), else_=d.c.resolution),
-            "resolved_at": case((resolved, literal(None)), else_=d.c.resolved_at),
-        },
-    )
 
 
 def finding_rows(

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Row, and_, delete, exists, func, literal, not_, or_, select, true, update
 
 from connectors.base import Listing
-from reconciler.reconcile.store.base import ScanStore, reopened
+from reconciler.reconcile.store.base import ScanStore
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
@@ -33,6 +33,7 @@ from reconciler.storage.models import (
     EventStatus,
 )
 from reconciler.storage.types import utcnow
+from reconciler.storage.upserts import reopened
 
 discrepancies = DISCREPANCIES
 events = INBOX_EVENTS

@@ -55,7 +55,6 @@ from reconciler.reconcile.judge import Finding, InboxFacts
 from reconciler.reconcile.store.base import (
     chunks,
     finding_rows,
-    on_natural_key,
     page_ids,
 )
 from reconciler.reconcile.store.passes import CLOCK_SKEW, ClosingPasses
@@ -67,6 +66,7 @@ from reconciler.storage.models import (
     DiscrepancyKind,
 )
 from reconciler.storage.types import utcnow
+from reconciler.storage.upserts import on_natural_key
 
 log = logging.getLogger(__name__)
 events = INBOX_EVENTS
