@@ -25,8 +25,8 @@ from connectors.http import ProviderClient, parse_link_header, redact_url
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, json_path_get, parse_generic, parse_standard
-from connectors.provider import ClientFactory, Provider, timed_scheme
-from connectors.signatures import verify_generic, verify_standard
+from connectors.provider import ClientFactory, Provider, kept, timed_scheme
+from connectors.signatures import generic_sign, standard_sign, verify_generic, verify_standard
 
 
 def _time(value: Any) -> datetime | None:
@@ -289,6 +289,37 @@ def _verify_generic(
     )
 
 
+def _sign_standard(
+    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+) -> dict[str, str]:
+    msg_id = headers.get("webhook-id") or ""
+    return {
+        "content-type": headers.get("content-type") or "application/json",
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(int(now)),
+        "webhook-signature": standard_sign(body, secret, msg_id, int(now)),
+    }
+
+
+def _sign_generic(
+    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+) -> dict[str, str]:
+    keys = options.own(GenericKeys)
+    assert keys.signature_header is not None  # the provider's rule requires it
+    carried = [h.lower() for h in (keys.id_header, keys.type_header) if h]
+    return {
+        "content-type": headers.get("content-type") or "application/json",
+        **kept(headers, *carried),
+        keys.signature_header.lower(): generic_sign(
+            body,
+            secret,
+            algorithm=keys.signature_algorithm,
+            encoding=keys.signature_encoding,
+            prefix=keys.signature_prefix,
+        ),
+    }
+
+
 # Standard Webhooks (https://www.standardwebhooks.com): signed as the spec says; a sender's list
 # API, where it has one, is read as a generic list.
 STANDARD = Provider(
@@ -297,6 +328,7 @@ STANDARD = Provider(
     build=_build,
     keys=ListKeys,
     validate=_list_rule,
+    sign=_sign_standard,
 )
 GENERIC = Provider(
     "generic",
@@ -304,6 +336,7 @@ GENERIC = Provider(
     build=_build,
     keys=GenericSenderKeys,
     validate=_generic_rule,
+    sign=_sign_generic,
     sensitive_headers=lambda options: frozenset(
         {header.lower()} if (header := options.own(GenericKeys).signature_header) else set()
     ),

@@ -40,8 +40,8 @@ from connectors.http import ProviderClient, fetch_ahead, parse_link_header, reda
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, parse_github
-from connectors.provider import ClientFactory, Provider, scheme
-from connectors.signatures import verify_github
+from connectors.provider import ClientFactory, Provider, kept, scheme
+from connectors.signatures import github_sign, verify_github
 
 DEFAULT_BASE_URL = "https://api.github.com"
 PAGE_SIZE = 100
@@ -340,6 +340,16 @@ def _validate(values: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _sign(
+    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+) -> dict[str, str]:
+    return {
+        "content-type": headers.get("content-type") or "application/json",
+        **kept(headers, "x-github-event", "x-github-delivery", "x-github-hook-id"),
+        "x-hub-signature-256": github_sign(body, secret),
+    }
+
+
 PROVIDER = Provider(
     "github",
     verify=scheme(verify_github, parse_github),
@@ -347,4 +357,5 @@ PROVIDER = Provider(
     keys=GitHubKeys,
     validate=_validate,
     as_delivery=_as_delivery,
+    sign=_sign,
 )

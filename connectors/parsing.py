@@ -44,6 +44,9 @@ class ParsedEvent:
     occurred_at: datetime | None = None
     api_version: str | None = None
     account: str | None = None  # Stripe Connect: the connected account the event belongs to
+    # the provider's id of the API request that caused the event, where its payload carries one
+    # (Stripe's request.id): a correlation id that also appears in the provider's own logs
+    request_id: str | None = None
 
 
 class BadPayload(RejectedDelivery):
@@ -124,6 +127,14 @@ def _iso(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def _request_id(request: Any) -> str | None:
+    """Stripe's ``request``: ``{"id": "req_…", "idempotency_key": …}``; API versions before
+    2017-05-25 sent the id as a string."""
+    if isinstance(request, str):
+        return request or None
+    return _text(request.get("id")) if isinstance(request, Mapping) else None
+
+
 def parse_stripe(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     doc = load_json(body, required=True)
     if not isinstance(doc, dict):
@@ -138,6 +149,7 @@ def parse_stripe(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
         occurred_at=_epoch(doc.get("created")),
         api_version=_text(doc.get("api_version")),
         account=_text(doc.get("account")),
+        request_id=_request_id(doc.get("request")),
     )
 
 

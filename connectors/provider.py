@@ -20,6 +20,14 @@ from connectors.parsing import ParsedEvent
 ClientFactory = Callable[[str, dict[str, str], str], ProviderClient]
 # (options, lower-cased headers, body, signing secrets, now) -> the event, or RejectedDelivery
 Verify = Callable[[SourceOptions, Mapping[str, str], bytes, tuple[str, ...], float], ParsedEvent]
+# (options, the stored delivery's lower-cased headers, body, signing secret, now) -> the headers of
+# the same delivery signed afresh (hookledger drill --target sends stored events again)
+Sign = Callable[[SourceOptions, Mapping[str, str], bytes, str, float], dict[str, str]]
+
+
+def kept(headers: Mapping[str, str], *names: str) -> dict[str, str]:
+    """The stored headers a re-signed delivery carries again (those present)."""
+    return {name: headers[name] for name in names if headers.get(name)}
 
 
 def scheme(
@@ -96,3 +104,5 @@ class Provider:
     # payload paths the provider changes between deliveries of one event (its docs say which):
     # left out of the content fingerprint, so only a real change is a conflict
     fingerprint_ignore: tuple[str, ...] = ()
+    # how a stored delivery is signed again; None where hookledger cannot
+    sign: Sign | None = None

@@ -22,8 +22,8 @@ from connectors.http import ProviderClient, fetch_ahead, parse_link_header, reda
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import parse_shopify
-from connectors.provider import ClientFactory, Provider, scheme
-from connectors.signatures import verify_shopify
+from connectors.provider import ClientFactory, Provider, kept, scheme
+from connectors.signatures import shopify_sign, verify_shopify
 
 PAGE_SIZE = 250
 
@@ -204,9 +204,28 @@ def _build(options: SourceOptions, client: ClientFactory) -> ShopifyConnector:
     )
 
 
+def _sign(
+    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+) -> dict[str, str]:
+    return {
+        "content-type": headers.get("content-type") or "application/json",
+        **kept(
+            headers,
+            "x-shopify-topic",
+            "x-shopify-webhook-id",
+            "x-shopify-event-id",
+            "x-shopify-triggered-at",
+            "x-shopify-shop-domain",
+            "x-shopify-api-version",
+        ),
+        "x-shopify-hmac-sha256": shopify_sign(body, secret),
+    }
+
+
 PROVIDER = Provider(
     "shopify",
     verify=scheme(verify_shopify, parse_shopify),
     build=_build,
     keys=ShopifyKeys,
+    sign=_sign,
 )

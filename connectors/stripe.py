@@ -30,7 +30,7 @@ from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, parse_stripe
 from connectors.provider import ClientFactory, Provider, timed_scheme
-from connectors.signatures import verify_stripe
+from connectors.signatures import stripe_sign, verify_stripe
 
 DEFAULT_BASE_URL = "https://api.stripe.com"
 RETENTION = timedelta(days=30)
@@ -263,6 +263,15 @@ def _as_delivery(record: Record) -> tuple[ParsedEvent, bytes]:
     return parse_stripe({}, body), body
 
 
+def _sign(
+    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+) -> dict[str, str]:
+    return {
+        "content-type": headers.get("content-type") or "application/json",
+        "stripe-signature": stripe_sign(body, secret, int(now)),
+    }
+
+
 PROVIDER = Provider(
     "stripe",
     verify=timed_scheme(verify_stripe, parse_stripe),
@@ -272,4 +281,5 @@ PROVIDER = Provider(
     # "Number of webhooks that have yet to be successfully delivered" (the Event object's
     # reference): it counts down as the endpoints of one event answer.
     fingerprint_ignore=("pending_webhooks",),
+    sign=_sign,
 )

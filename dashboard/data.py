@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import context
 from reconciler.inbox.conflicts import ConflictBodies, conflict_bodies
 from reconciler.inbox.replay import EventDetail, event_detail
-from reconciler.ops import dead_letters, discrepancies, events, overview, runs
+from reconciler.ops import chain, dead_letters, discrepancies, events, overview, runs
 from reconciler.ops.timerange import TimeRange
 from reconciler.reconcile.export import DiscrepancyFilter, count, money_impact
 
@@ -56,6 +56,20 @@ def conflict(discrepancy_id: int) -> ConflictBodies:
 @st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
 def search_events(db: str, query: str, sources: tuple[str, ...]) -> list[dict[str, Any]]:
     return context.read(events.search_events, query, sources)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def business_rows(
+    db: str, source: str, event_type: str | None, object_type: str | None, object_id: str | None
+) -> list[chain.BusinessRows]:
+    return chain.business_rows(
+        context.engine(),
+        context.settings(),
+        source=source,
+        event_type=event_type,
+        object_type=object_type,
+        object_id=object_id,
+    )
 
 
 def event(source: str, event_id: str) -> EventDetail:

@@ -256,6 +256,8 @@ class SourceSettings(_Table, registry.AllProviderKeys):
     page_size: int | None = Field(default=None, ge=1, le=1000)
     # payload paths left out of the content fingerprint (None: the provider's documented default)
     fingerprint_ignore: tuple[str, ...] | None = None
+    # the request header holding a correlation id (None: X-Correlation-Id, then X-Request-Id)
+    correlation_header: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,64}$")
     # each provider's own keys come from its module (connectors.registry.AllProviderKeys)
     checks: tuple[CheckSettings, ...] = ()
 

@@ -10,6 +10,7 @@
     ├── RejectedDelivery       an inbound webhook is refused (carries the HTTP status and a reason)
     └── HandlerError           raised by event handlers to classify a failure
         ├── TransientError     retry later with backoff (timeouts, 429, 5xx, locks)
+        │   └── AmbiguousError sent, no answer: it may have taken effect (``verify`` asked first)
         └── PermanentError     retrying cannot help: dead-letter at once (validation, other 4xx)
 
 The docstring of each class is its default message. The root, ``ConfigError`` and
@@ -46,6 +47,11 @@ class TransientError(HandlerError):
     def __init__(self, message: str | None = None, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class AmbiguousError(TransientError):
+    """The request was sent and no answer came: it may or may not have taken effect. Before the
+    event is retried the worker asks the handler's ``verify`` function, if it has one."""
 
 
 class PermanentError(HandlerError):

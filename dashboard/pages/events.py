@@ -56,6 +56,19 @@ st.table(
 )
 
 masker = Masker(context.settings().dashboard.mask_fields)
+st.markdown(f"**Correlation id** `{ev['correlation_id']}`: search it to see every event it joins.")
+chain = data.business_rows(
+    context.db_key(), source, ev["event_type"], ev["object_type"], ev["object_id"]
+)
+for rows_of in chain:
+    what = f"`{rows_of.table}` for {ev['object_type'] or 'object'} `{rows_of.key}`"
+    if rows_of.error:
+        st.warning(f"{rows_of.table}: {rows_of.error}")
+    elif rows_of.rows:
+        st.markdown(f"**Business rows** in {what}")
+        st.dataframe([masker.mask(r) for r in rows_of.rows], hide_index=True)
+    else:
+        st.markdown(f"**Business rows** in {what}: none")
 st.markdown("**Payload** (secrets and configured PII fields masked)")
 st.code(masker.mask_body(ev["body"]), language="json")
 with st.expander("Stored headers"):

@@ -70,6 +70,29 @@ for k in kpis(ov, threshold):
                 f":red[**Oldest unprocessed event is {k.oldest_age_seconds:,.0f} s old: past "
                 f"stuck_after_seconds ({threshold} s).**]"
             )
+        if k.conflict:
+            st.markdown(
+                f":orange[**{k.conflict:,} conflicting redeliveries** (an event id again with other "
+                "content: held back, see Discrepancies, kind conflict).]"
+            )
+        if k.attempts:
+            shares = " · ".join(
+                f"{cls} {k.failure_share(cls):.1%}"
+                for cls in ("transient", "ambiguous", "permanent")
+            )
+            st.markdown(f"Failed attempts by class (share of {k.attempts:,} attempts): {shares}")
+        waiting = sum(k.waiting_for_a_person.values())
+        if waiting:
+            ambiguous = k.waiting_for_a_person.get("ambiguous", 0)
+            st.markdown(
+                f":red[**{waiting:,} events wait for a person**] (dead letters"
+                + (
+                    f"; {ambiguous:,} ambiguous: check whether their effect happened"
+                    if ambiguous
+                    else ""
+                )
+                + ")"
+            )
         if k.open_discrepancies:
             st.markdown(
                 "Open discrepancies: "

@@ -74,12 +74,23 @@ def _jsonable(value: Any) -> Any:
 
 def cmd_events_show(args: argparse.Namespace) -> int:
     from reconciler.inbox.replay import event_detail
+    from reconciler.ops.chain import business_rows
     from reconciler.ops.masking import Masker
 
-    with Command(args) as cmd, cmd.engine.connect() as conn:
-        detail = event_detail(conn, source=args.source, event_id=args.event_id)
+    with Command(args) as cmd:
+        with cmd.engine.connect() as conn:
+            detail = event_detail(conn, source=args.source, event_id=args.event_id)
+        ev = detail.event
+        chain = business_rows(
+            cmd.engine,
+            cmd.settings,
+            source=args.source,
+            event_type=ev["event_type"],
+            object_type=ev["object_type"],
+            object_id=ev["object_id"],
+        )
+    masker = Masker(cmd.settings.dashboard.mask_fields)
     if not args.raw:  # masked as the dashboard's Events page masks it
-        masker = Masker(cmd.settings.dashboard.mask_fields)
         detail.event["body"] = masker.mask_body(detail.event["body"])
     data = _jsonable(
         {
@@ -87,6 +98,15 @@ def cmd_events_show(args: argparse.Namespace) -> int:
             "deliveries": detail.deliveries,
             "attempts": detail.attempts,
             "audit": detail.audit,
+            "business_rows": [
+                {
+                    "table": b.table,
+                    "key": b.key,
+                    "rows": b.rows if args.raw else [masker.mask(r) for r in b.rows],
+                    "error": b.error,
+                }
+                for b in chain
+            ],
         }
     )
     if args.json:
@@ -126,4 +146,8 @@ def cmd_events_show(args: argparse.Namespace) -> int:
     print(f"\naudit ({len(data['audit'])}):")
     for entry in data["audit"]:
         print(f"  {entry['at']}  {entry['actor']}  {entry['action']}  {entry['reason'] or ''}")
+    for b in data["business_rows"]:
+        print(f"\nbusiness rows in {b['table']} for {b['key']} ({b['error'] or len(b['rows'])}):")
+        for r in b["rows"]:
+            print("  " + "  ".join(f"{k}={v}" for k, v in r.items()))
     return EXIT_OK

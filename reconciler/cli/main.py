@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler import __version__
 from reconciler.audit import default_actor
-from reconciler.cli import dashboard_cmd, event_cmds, reconcile_cmds
+from reconciler.cli import dashboard_cmd, drill_cmd, event_cmds, reconcile_cmds
 from reconciler.cli.common import Command, check_port, check_sources, load
 from reconciler.config import DEFAULT_CONFIG_PATH
 from reconciler.errors import ConfigError, HookledgerError
@@ -128,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile_cmds.register(sub, parent)
     event_cmds.register(sub, parent)
     dashboard_cmd.register(sub, parent)
+    drill_cmd.register(sub, parent)
 
     return parser
 

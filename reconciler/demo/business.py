@@ -19,6 +19,7 @@ invoices = Table(
     Column("amount_paid", BigInteger, nullable=False),
     Column("currency", String(8), nullable=False),
     Column("version", BigInteger, nullable=False),  # event created * 10 + lifecycle step
+    Column("correlation_id", String(64)),  # of the event that wrote the row (hookledger's)
 )
 ledger = Table(  # credits for paid invoices: one per invoice is right, two is a double credit
     "demo_ledger",
@@ -27,6 +28,7 @@ ledger = Table(  # credits for paid invoices: one per invoice is right, two is a
     Column("stripe_invoice_id", String(64), nullable=False, index=True),
     Column("amount", BigInteger, nullable=False),
     Column("event_id", String(64), nullable=False),
+    Column("correlation_id", String(64)),
 )
 orders = Table(
     "demo_orders",
@@ -36,6 +38,7 @@ orders = Table(
     Column("fulfillment_status", String(32)),
     Column("total_price", String(32), nullable=False),
     Column("updated_at", String(32), nullable=False),
+    Column("correlation_id", String(64)),
 )
 github_items = Table(  # issues and pull requests seen through webhooks
     "demo_github_items",
@@ -45,4 +48,5 @@ github_items = Table(  # issues and pull requests seen through webhooks
     Column("number", Integer, nullable=False),
     Column("last_action", String(32)),
     Column("updated_at", String(32), nullable=False),
+    Column("correlation_id", String(64)),
 )

@@ -2,14 +2,19 @@
 uses :func:`registry`; ``hookledger worker --config var/demo/config.toml`` imports
 ``reconciler.demo.worker_handlers`` (``[worker] handlers``), which registers them process-wide.
 
-They write the application's own database (``$HOOKLEDGER_DEMO_DIR/business.db``) idempotently:
+They write the application's own database (``[business] url``, the workspace's ``business.db``)
+through ``event.business``, as hookledger hands it to them (``hookledger drill`` hands them a
+scratch one), idempotently:
 absolute state, "only if newer". Two things are deliberately wrong, as in real applications, and
 both are listed in the demo's ``faults.json`` (the ground truth):
 
 - events listed under ``transient`` fail once with a transient error, then succeed on the retry;
   for ``invoice.paid`` the ledger credit is appended *before* that failing step and outside any
   guard, so those invoices are credited twice (the duplicate the reconciler must find);
-- events listed under ``permanent`` fail for good and are dead-lettered.
+- events listed under ``permanent`` fail for good and are dead-lettered;
+- Shopify events listed under ``ambiguous`` write their order and then get no answer from the
+  (pretend) fulfilment call: an ambiguous failure, and the retry's ``verify`` finds the order written,
+  so the event is processed without running the handler again.
 """
 
 from __future__ import annotations
@@ -20,12 +25,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, insert
+from sqlalchemy import Connection, insert, select
 
 from reconciler.demo.business import github_items, invoices, ledger, orders
-from reconciler.errors import ConfigError, PermanentError, TransientError
-from reconciler.inbox.handlers import Event, HandlerRegistry, upsert_if_newer
-from reconciler.storage.engine import make_engine
+from reconciler.errors import AmbiguousError, ConfigError, PermanentError, TransientError
+from reconciler.inbox.handlers import Event, HandlerRegistry, Verdict, upsert_if_newer
 
 STEP = {"invoice.created": 0, "invoice.finalized": 1, "invoice.paid": 2, "invoice.voided": 2}
 
@@ -41,28 +45,24 @@ def _dir() -> Path:
 
 
 @cache
-def _business() -> Engine:
-    return make_engine(f"sqlite:///{_dir() / 'business.db'}")
-
-
-@cache
-def _faults() -> tuple[frozenset[str], frozenset[str]]:
+def _faults() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     path = _dir() / "faults.json"
     data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-    return frozenset(data.get("transient", ())), frozenset(data.get("permanent", ()))
+    return (
+        frozenset(data.get("transient", ())),
+        frozenset(data.get("permanent", ())),
+        frozenset(data.get("ambiguous", ())),
+    )
 
 
 def reset() -> None:
-    """Forget the cached business engine and fault lists (a new demo run replaces both files)."""
-    if _business.cache_info().currsize:
-        _business().dispose()
-    _business.cache_clear()
+    """Forget the cached fault lists (a new demo run replaces the file)."""
     _faults.cache_clear()
 
 
 def _planted(event: Event) -> None:
     """Fail as planned: permanent always, transient on the first attempt only."""
-    transient, permanent = _faults()
+    transient, permanent, _ = _faults()
     if event.event_id in permanent:
         raise PermanentError(f"demo: {event.event_type} for an unknown plan, cannot be applied")
     if event.event_id in transient and event.attempt <= 1:
@@ -75,7 +75,7 @@ def stripe_event(event: Event, conn: Connection) -> None:
         _planted(event)  # charges and customers: nothing to keep, but they can fail
         return
     version = int(event.payload["created"]) * 10 + STEP[event.event_type]
-    with _business().begin() as biz:
+    with event.business.begin() as biz:
         upsert_if_newer(
             biz,
             invoices,
@@ -85,6 +85,7 @@ def stripe_event(event: Event, conn: Connection) -> None:
                 "amount_paid": obj["amount_paid"],
                 "currency": obj["currency"],
                 "version": version,
+                "correlation_id": event.correlation_id,
             },
             key=["stripe_invoice_id"],
             version="version",
@@ -92,10 +93,13 @@ def stripe_event(event: Event, conn: Connection) -> None:
     if event.event_type == "invoice.paid":
         # The non-idempotent path: the credit is appended and committed, then the receipt step
         # may fail; the retry appends it again. (Fix: insert-if-new keyed by the invoice.)
-        with _business().begin() as biz:
+        with event.business.begin() as biz:
             biz.execute(
                 insert(ledger).values(
-                    stripe_invoice_id=obj["id"], amount=obj["amount_paid"], event_id=event.event_id
+                    stripe_invoice_id=obj["id"],
+                    amount=obj["amount_paid"],
+                    event_id=event.event_id,
+                    correlation_id=event.correlation_id,
                 )
             )
     _planted(event)
@@ -105,7 +109,7 @@ def shopify_order(event: Event, conn: Connection) -> None:
     _planted(event)
     order: dict[str, Any] = event.payload
     # the order's updated_at is its version (ISO-8601 UTC strings compare in time order)
-    with _business().begin() as biz:
+    with event.business.begin() as biz:
         upsert_if_newer(
             biz,
             orders,
@@ -115,10 +119,25 @@ def shopify_order(event: Event, conn: Connection) -> None:
                 "fulfillment_status": order.get("fulfillment_status"),
                 "total_price": str(order.get("total_price")),
                 "updated_at": str(order["updated_at"]),
+                "correlation_id": event.correlation_id,
             },
             key=["order_id"],
             version="updated_at",
         )
+    if event.event_id in _faults()[2] and event.attempt <= 1:
+        raise AmbiguousError("demo: the fulfilment call was sent and got no answer")
+
+
+def order_written(event: Event, conn: Connection) -> Verdict:
+    """Shopify's verify: did the earlier attempt write this version of the order?"""
+    order: dict[str, Any] = event.payload
+    with event.business.connect() as biz:
+        stored = biz.execute(
+            select(orders.c.updated_at).where(orders.c.order_id == str(order["id"]))
+        ).scalar()
+    if stored is None:
+        return Verdict.NOT_DONE
+    return Verdict.DONE if str(stored) >= str(order["updated_at"]) else Verdict.NOT_DONE
 
 
 def github_activity(event: Event, conn: Connection) -> None:
@@ -127,7 +146,7 @@ def github_activity(event: Event, conn: Connection) -> None:
     item = event.payload.get(kind) if kind in ("issues", "pull_request") else None
     if not isinstance(item, dict):
         return  # pushes and comments: nothing to keep
-    with _business().begin() as biz:
+    with event.business.begin() as biz:
         upsert_if_newer(
             biz,
             github_items,
@@ -137,6 +156,7 @@ def github_activity(event: Event, conn: Connection) -> None:
                 "number": int(item["number"]),
                 "last_action": event.payload.get("action"),
                 "updated_at": str(item["updated_at"]),
+                "correlation_id": event.correlation_id,
             },
             key=["item_id"],
             version="updated_at",
@@ -146,7 +166,7 @@ def github_activity(event: Event, conn: Connection) -> None:
 def register(registry: HandlerRegistry) -> HandlerRegistry:
     """The demo's handlers on ``registry`` (every type of each demo source)."""
     registry.register("stripe", "*", stripe_event)
-    registry.register("shopify", "*", shopify_order)
+    registry.register("shopify", "*", shopify_order, verify=order_written)
     registry.register("github", "*", github_activity)
     return registry
 

@@ -55,6 +55,7 @@ from reconciler.demo.workspace import DEMO_ENV, prepare_workspace
 from reconciler.errors import HookledgerError
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
+from reconciler.ops.drill import drill_handlers
 from reconciler.ops.overview import UNPROCESSED
 from reconciler.ops.rollup import roll_up
 from reconciler.reconcile.run import Reconciler
@@ -169,6 +170,33 @@ def _redeliver_changed(
         raise HookledgerError(f"a conflicting redelivery was answered {answer.text[:200]}")
 
 
+def _drill(
+    console: Console, engine: Engine, settings: Settings, expected: dict[str, int]
+) -> list[str]:
+    """``hookledger drill --handlers`` over the day's Stripe events (each twice, shuffled), compared
+    with the ground truth: the ledger's double credits, nothing else. Lines that differ."""
+    source = settings.source("stripe")
+    assert source is not None
+    with console.status("drill: every Stripe event delivered twice, shuffled"):
+        result = drill_handlers(
+            engine, settings, handlers.registry(), source, since=utcnow() - timedelta(days=3)
+        )
+    found: dict[str, int] = {}
+    for d in result.differences:
+        found[d.kind] = found.get(d.kind, 0) + 1
+    console.print(
+        f"drill: {result.events} Stripe events delivered {result.deliveries} times, shuffled, "
+        f"against a scratch copy of the business tables: "
+        + (", ".join(f"{k} {n}" for k, n in sorted(found.items())) or "equal")
+        + " (the ledger credit is not idempotent: each paid invoice credited twice)"
+    )
+    return [
+        f"drill {kind}: expected {expected.get(kind, 0)}, found {found.get(kind, 0)}"
+        for kind in sorted(set(expected) | set(found))
+        if expected.get(kind, 0) != found.get(kind, 0)
+    ]
+
+
 def _tamper(business: Engine, tampering: truth.Tampering) -> None:
     with business.begin() as conn:
         if tampering.invoice_status:
@@ -261,7 +289,13 @@ def run_demo(opts: DemoOptions) -> DemoResult:
     reports = {name: r for name, (_, r) in plans.items()}
     faults = truth.choose_handler_faults(world, reports, opts.seed)
     (directory / "faults.json").write_text(
-        json.dumps({"transient": faults.transient, "permanent": faults.permanent})
+        json.dumps(
+            {
+                "transient": faults.transient,
+                "permanent": faults.permanent,
+                "ambiguous": faults.ambiguous,
+            }
+        )
     )
 
     engine = make_engine(settings.database.url)
@@ -321,9 +355,13 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             tampering = truth.choose_tampering(world, reports, faults, opts.seed)
             _tamper(business, tampering)
             expected = truth.expected_counts(world, reports, faults, tampering, conflict)
+            drill_expected = truth.expected_drill(world, reports)
             (directory / "truth.json").write_text(
                 json.dumps(
-                    truth.ground_truth(reports, faults, tampering, expected, conflict), indent=2
+                    truth.ground_truth(
+                        reports, faults, tampering, expected, conflict, drill_expected
+                    ),
+                    indent=2,
                 )
             )
             reader = make_engine(f"sqlite:///{directory / 'business.db'}", readonly=True)
@@ -339,6 +377,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             found = found_counts(engine)
             _summary(console, expected, found)
             differences = truth.compare(expected, found)
+            differences += _drill(console, engine, settings, drill_expected)
             if differences:
                 console.print("[red]The reconciliation differs from the ground truth:[/red]")
                 for line in differences:

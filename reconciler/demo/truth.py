@@ -21,6 +21,9 @@ KINDS = tuple(kind.value for kind in DiscrepancyKind)
 class HandlerFaults:
     transient: list[str]  # fail once, then succeed (invoice.paid among them: credited twice)
     permanent: list[str]  # dead-lettered
+    # Shopify orders written, then "the fulfilment call got no answer": the retry's verify finds
+    # the order written and settles the event without running the handler again
+    ambiguous: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,13 @@ def choose_handler_faults(
         mine = [e for e in _received(report) if e in set(unchecked)]
         if mine and not permanent & set(mine):
             permanent.add(rng.choice(mine))
-    return HandlerFaults(sorted(transient), sorted(permanent))
+    shopify = (
+        [e for e in _received(reports["shopify"]) if e not in transient | permanent]
+        if "shopify" in reports
+        else []
+    )
+    ambiguous = set(rng.sample(shopify, min(2, len(shopify))))
+    return HandlerFaults(sorted(transient), sorted(permanent), sorted(ambiguous))
 
 
 def choose_conflict(
@@ -185,14 +194,31 @@ def expected_counts(
     return {s: dict(sorted(k.items())) for s, k in sorted(out.items())}
 
 
+def expected_drill(world: World, reports: Mapping[str, Report]) -> dict[str, int]:
+    """What ``hookledger drill --handlers`` over the Stripe events must report: the ledger credit
+    is not idempotent, so every invoice with a received invoice.paid event is credited once per
+    delivery: one ``duplicate`` difference each (every other table converges: "only if newer")."""
+    if "stripe" not in reports:
+        return {}
+    received = set(_received(reports["stripe"]))
+    paid = {
+        e["data"]["object"]["id"]
+        for e in world.stripe_events
+        if e["type"] == "invoice.paid" and e["id"] in received
+    }
+    return {"duplicate": len(paid)} if paid else {}
+
+
 def ground_truth(
     reports: Mapping[str, Report],
     faults: HandlerFaults,
     tampering: Tampering,
     expected: Mapping[str, Mapping[str, int]],
     conflict: str | None = None,
+    drill: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     return {
+        "drill_differences": dict(drill or {}),
         "deliveries": {s: r.to_json() for s, r in reports.items()},
         "handler_faults": asdict(faults),
         "tampering": asdict(tampering),

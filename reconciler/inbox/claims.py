@@ -7,12 +7,33 @@ runs out."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, select, update
 
 from reconciler.inbox.handlers import Event
 from reconciler.storage.models import INBOX_EVENTS as EVENTS
 from reconciler.storage.models import EventStatus
+
+
+def event_of(r: Any) -> Event:
+    """An inbox row (with at least the columns a claim returns) as the handler's value."""
+    return Event(
+        id=r.id,
+        source=r.source,
+        event_id=r.event_id,
+        event_type=r.event_type,
+        object_type=r.object_type,
+        object_id=r.object_id,
+        occurred_at=r.occurred_at,
+        body=r.body,
+        content_type=r.content_type,
+        headers=r.headers or {},
+        attempt=r.attempts,
+        correlation_id=r.correlation_id,
+        origin=str(r.origin),
+        error_class=str(r.error_class) if r.error_class else None,
+    )
 
 
 def claim_due(
@@ -55,25 +76,9 @@ def claim_due(
             EVENTS.c.attempts,
             EVENTS.c.correlation_id,
             EVENTS.c.origin,
+            EVENTS.c.error_class,
         )
     )
-    events = [
-        Event(
-            id=r.id,
-            source=r.source,
-            event_id=r.event_id,
-            event_type=r.event_type,
-            object_type=r.object_type,
-            object_id=r.object_id,
-            occurred_at=r.occurred_at,
-            body=r.body,
-            content_type=r.content_type,
-            headers=r.headers or {},
-            attempt=r.attempts,
-            correlation_id=r.correlation_id,
-            origin=str(r.origin),
-        )
-        for r in conn.execute(stmt)
-    ]
+    events = [event_of(r) for r in conn.execute(stmt)]
     events.sort(key=lambda e: e.id)
     return events

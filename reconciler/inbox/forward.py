@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import httpx
 
-from reconciler.errors import PermanentError, TransientError
+from reconciler.errors import AmbiguousError, PermanentError, TransientError
 from reconciler.inbox.handlers import Event
 from reconciler.inbox.retry import classify_status, parse_retry_after
 from reconciler.storage.models import ErrorClass
@@ -42,10 +42,16 @@ def forward_headers(event: Event) -> dict[str, str]:
 
 
 def forward_event(client: httpx.Client, url: str, event: Event) -> int:
-    """POST the event; return the 2xx status or raise Transient/PermanentError."""
+    """POST the event; return the 2xx status or raise Transient/Ambiguous/PermanentError."""
     try:
         response = client.post(url, content=event.body, headers=forward_headers(event))
-    except httpx.TimeoutException as exc:
+    except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError) as exc:
+        # the request went out and no answer came: the app may have applied it; the retry sends
+        # the same Idempotency-Key
+        raise AmbiguousError(
+            f"forward to {url}: sent, no answer ({exc.__class__.__name__})"
+        ) from exc
+    except httpx.TimeoutException as exc:  # connect, write or pool: not (wholly) sent
         raise TransientError(f"forward to {url} timed out ({exc.__class__.__name__})") from exc
     except httpx.TransportError as exc:
         raise TransientError(f"forward to {url} failed: {exc.__class__.__name__}: {exc}") from exc

@@ -3,29 +3,55 @@
 A handler receives the :class:`Event` and the SQLAlchemy ``Connection`` of the transaction that also
 marks the event processed, so business rows in the same database commit or roll back with the status
 update. Raise :class:`~reconciler.errors.TransientError` to retry later, :class:`PermanentError` to
-dead-letter. Register with the decorator in a module listed in ``[worker] handlers``::
+dead-letter, :class:`AmbiguousError` when a call went out and no answer came. Register with the
+decorator in a module listed in ``[worker] handlers``::
 
-    from reconciler.inbox.handlers import handler, upsert_if_newer
+    from reconciler.inbox.handlers import Verdict, handler, upsert_if_newer
 
-    @handler("payments", "invoice.paid")  # the source's name in config.toml, an event type
+    def charged(event, conn):  # asked before a retry of an ambiguous attempt
+        return Verdict.DONE if crm.has_charge(event.event_id) else Verdict.NOT_DONE
+
+    @handler("payments", "invoice.paid", verify=charged)  # a source's name, an event type
     def invoice_paid(event, conn):
         ...
 """
 
 from __future__ import annotations
 
+import enum
 import importlib
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Engine, Table
 
 from reconciler.errors import ConfigError
 from reconciler.storage.dialect import insert_for
+
+
+class Business:
+    """The application's business database as hookledger hands it to a handler: ``[business] url``
+    (the inbox's own database when that is unset). Handlers write through it rather than building
+    their own engine, so that ``hookledger drill`` can hand them a scratch database instead::
+
+        with event.business.begin() as biz:
+            upsert_if_newer(biz, invoices, {...}, key=["id"], version="version")
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def begin(self) -> AbstractContextManager[Connection]:
+        """A transaction of its own (committed when the block ends), apart from ``conn``'s."""
+        return self.engine.begin()
+
+    def connect(self) -> AbstractContextManager[Connection]:
+        return self.engine.connect()
 
 
 @dataclass(frozen=True)
@@ -45,6 +71,15 @@ class Event:
     attempt: int
     correlation_id: str
     origin: str = "webhook"
+    error_class: str | None = None  # the previous attempt's failure class, if it failed
+    # the business database (set by the worker and the drill)
+    business_db: Business | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def business(self) -> Business:
+        if self.business_db is None:
+            raise ConfigError("this event was not handed a business database (worker or drill)")
+        return self.business_db
 
     @cached_property
     def payload(self) -> Any:
@@ -54,22 +89,58 @@ class Event:
 Handler = Callable[[Event, Connection], None]
 
 
+class Verdict(enum.StrEnum):
+    """What a handler's ``verify`` function found of an earlier ambiguous attempt's effect."""
+
+    DONE = "done"  # it took effect: the event is processed without running the handler again
+    NOT_DONE = "not_done"  # it did not: the handler runs again
+    UNKNOWN = "unknown"  # cannot tell now: retried later with backoff, dead after max_attempts
+
+
+# ``verify(event, conn)``: a Verdict (True / False / None are read as done / not done / unknown)
+Verify = Callable[[Event, Connection], "Verdict | bool | None"]
+
+
+def verdict_of(value: object) -> Verdict:
+    if isinstance(value, Verdict):
+        return value
+    if value is True:
+        return Verdict.DONE
+    if value is False:
+        return Verdict.NOT_DONE
+    if isinstance(value, str) and value in Verdict.__members__.values():
+        return Verdict(value)
+    return Verdict.UNKNOWN
+
+
 class HandlerRegistry:
     def __init__(self) -> None:
         self._handlers: dict[tuple[str, str], Handler] = {}
+        self._verifiers: dict[tuple[str, str], Verify] = {}
 
-    def register(self, source: str, event_type: str, fn: Handler) -> Handler:
+    def register(
+        self, source: str, event_type: str, fn: Handler, verify: Verify | None = None
+    ) -> Handler:
         key = (source, event_type)
         if key in self._handlers and self._handlers[key] is not fn:
             raise ConfigError(f"two handlers registered for source '{source}', type '{event_type}'")
         self._handlers[key] = fn
+        if verify is not None:
+            self._verifiers[key] = verify
         return fn
+
+    def _key(self, source: str, event_type: str | None) -> tuple[str, str]:
+        if event_type is not None and (source, event_type) in self._handlers:
+            return (source, event_type)
+        return (source, "*")
 
     def find(self, source: str, event_type: str | None) -> Handler | None:
         """The handler for (source, type), else the source's catch-all ``"*"``."""
-        if event_type is not None and (source, event_type) in self._handlers:
-            return self._handlers[(source, event_type)]
-        return self._handlers.get((source, "*"))
+        return self._handlers.get(self._key(source, event_type))
+
+    def verifier(self, source: str, event_type: str | None) -> Verify | None:
+        """The ``verify`` registered with the handler :meth:`find` returns."""
+        return self._verifiers.get(self._key(source, event_type))
 
     def __len__(self) -> int:
         return len(self._handlers)
@@ -79,12 +150,17 @@ default_registry = HandlerRegistry()
 
 
 def handler(
-    source: str, event_type: str = "*", *, registry: HandlerRegistry | None = None
+    source: str,
+    event_type: str = "*",
+    *,
+    verify: Verify | None = None,
+    registry: HandlerRegistry | None = None,
 ) -> Callable[[Handler], Handler]:
-    """Decorator: register ``fn`` for ``source`` and ``event_type`` (``"*"`` = every type)."""
+    """Decorator: register ``fn`` for ``source`` and ``event_type`` (``"*"`` = every type), with
+    an optional ``verify(event, conn)`` asked before retrying an ambiguous attempt."""
 
     def decorate(fn: Handler) -> Handler:
-        return (registry or default_registry).register(source, event_type, fn)
+        return (registry or default_registry).register(source, event_type, fn, verify)
 
     return decorate
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -13,12 +13,17 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.storage.models import INBOX_EVENTS, EventStatus
-from reconciler.storage.queries import open_discrepancies
+from reconciler.storage.queries import (
+    failures_by_class,
+    open_discrepancies,
+    waiting_for_a_person,
+)
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
 
 UNPROCESSED = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED)
+FAILURE_WINDOW = timedelta(hours=1)  # the failed-attempt gauges count the last hour
 
 
 def status_counts(engine: Engine) -> list[tuple[str, str, int]]:
@@ -79,6 +84,18 @@ class InboxCollector(Collector):
                 "Open reconciliation discrepancies by source and kind",
                 labels=["source", "kind"],
             ),
+            GaugeMetricFamily(
+                "hookledger_failed_attempts_last_hour",
+                "Processing attempts that failed in the last hour, by source and error class "
+                "(transient, ambiguous, permanent)",
+                labels=["source", "error_class"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_events_waiting_for_a_person",
+                "Dead events (nothing retries them) by source and error class; ambiguous ones "
+                "may or may not have taken effect",
+                labels=["source", "error_class"],
+            ),
         )
 
     def describe(self) -> Iterator[Metric]:
@@ -86,12 +103,15 @@ class InboxCollector(Collector):
         yield from self._families()
 
     def collect(self) -> Iterator[Metric]:
-        up, events, pending, age, discrepancies = self._families()
+        up, events, pending, age, discrepancies, failed, waiting = self._families()
+        now = utcnow()
         try:
             by_status = status_counts(self._engine)
             oldest = oldest_unprocessed(self._engine)
             with self._engine.connect() as conn:
                 open_by_kind = open_discrepancies(conn)
+                failures = failures_by_class(conn, now - FAILURE_WINDOW, now)
+                dead = waiting_for_a_person(conn)
         except SQLAlchemyError as exc:
             log.warning("metrics: inbox query failed: %s", exc.__class__.__name__)
             up.add_metric([], 0)
@@ -100,14 +120,17 @@ class InboxCollector(Collector):
         up.add_metric([], 1)
         for source, status, count in by_status:
             events.add_metric([source, status], count)
-        now = utcnow()
         for source, count, first in oldest:
             pending.add_metric([source], count)
             age.add_metric([source], (now - first).total_seconds() if first else 0.0)
         for source, kinds in open_by_kind.items():
             for kind, count in kinds.items():
                 discrepancies.add_metric([source, kind], count)
-        yield from (up, events, pending, age, discrepancies)
+        for family, values in ((failed, failures), (waiting, dead)):
+            for source, classes in values.items():
+                for error_class, count in classes.items():
+                    family.add_metric([source, error_class], count)
+        yield from (up, events, pending, age, discrepancies, failed, waiting)
 
 
 class ReceiverMetrics:

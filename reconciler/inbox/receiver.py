@@ -30,6 +30,7 @@ from reconciler.config import Settings
 from reconciler.errors import ConfigError, RejectedDelivery
 from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.committer import GroupCommitter
+from reconciler.inbox.correlation import correlation_id
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.schemes import SourceVerifier
@@ -60,6 +61,15 @@ def build_verifiers(settings: Settings) -> dict[str, SourceVerifier]:
     if problems:
         raise ConfigError("\n".join(problems))
     return verifiers
+
+
+def _fields(item: IncomingEvent) -> dict[str, str]:
+    """The log fields of a delivery (a redelivered event keeps its first delivery's correlation id)."""
+    return {
+        "source": item.source,
+        "event_id": item.parsed.event_id,
+        "correlation_id": item.correlation_id,
+    }
 
 
 def _reject_body(reason: str, status: str = "rejected") -> dict[str, str]:
@@ -146,14 +156,19 @@ def create_app(
             content_type=content_type,
             remote_addr=remote,
             fingerprint_ignore=verifier.fingerprint_ignore,
+            correlation_id=correlation_id(headers, parsed, verifier.source.correlation_header),
         )
         try:
             outcome = await committer.submit(item)
         except Exception:
             # Not stored, so not acknowledged: the provider will retry.
-            log.exception("storing a delivery failed", extra={"source": name})
+            log.exception("storing a delivery failed", extra=_fields(item))
             return JSONResponse(_reject_body("storage unavailable", "error"), status_code=503)
         metrics.deliveries.labels(name, outcome.value).inc()
+        if outcome is DeliveryOutcome.CONFLICT:
+            log.warning("a redelivery with other content: kept, not applied", extra=_fields(item))
+        else:
+            log.debug("delivery %s", outcome.value, extra=_fields(item))
         return JSONResponse({"status": outcome.value, "event_id": parsed.event_id})
 
     def _db_ok() -> bool:

@@ -1,7 +1,9 @@
 """Retry policy, pure: how a failure is classified and when the next attempt is due.
 
 Transient: connection errors, timeouts, HTTP 408, 429 and 5xx, :class:`TransientError`, database
-operational errors (locks, lost connections). Permanent: other 4xx (and 3xx: redirects are not
+operational errors (locks, lost connections). Ambiguous: the request went out and no answer came
+(:class:`AmbiguousError`; httpx's read timeout, read error or a server that disconnected without an
+answer): retried like a transient failure, but the handler's ``verify`` is asked first. Permanent: other 4xx (and 3xx: redirects are not
 followed), :class:`PermanentError`, and data errors in a handler (``ValueError``, ``KeyError``,
 ``TypeError``, integrity violations, values a column cannot hold) which the same input will raise again.
 Backoff and ``Retry-After`` are the project's one policy (``connectors.retry``), shared with the
@@ -17,7 +19,7 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from connectors.retry import full_jitter, transient_status
 from connectors.retry import parse_retry_after as retry_after_at
-from reconciler.errors import PermanentError, TransientError
+from reconciler.errors import AmbiguousError, PermanentError, TransientError
 from reconciler.storage.models import ErrorClass
 
 PERMANENT_TYPES: tuple[type[BaseException], ...] = (
@@ -38,7 +40,18 @@ TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
 )
 
 
+# Sent, and no answer read: whether it took effect is unknown.
+AMBIGUOUS_TYPES: tuple[type[BaseException], ...] = (
+    AmbiguousError,
+    httpx.ReadTimeout,
+    httpx.ReadError,
+    httpx.RemoteProtocolError,
+)
+
+
 def classify_exception(exc: BaseException) -> ErrorClass:
+    if isinstance(exc, AMBIGUOUS_TYPES):
+        return ErrorClass.AMBIGUOUS
     if isinstance(exc, TRANSIENT_TYPES):
         return ErrorClass.TRANSIENT
     if isinstance(exc, PERMANENT_TYPES):

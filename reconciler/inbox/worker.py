@@ -35,12 +35,21 @@ from sqlalchemy import Connection, Engine, bindparam, insert, update
 from sqlalchemy.exc import OperationalError
 
 from reconciler.config import Settings
-from reconciler.errors import TransientError
+from reconciler.errors import AmbiguousError, TransientError
 from reconciler.inbox.claims import claim_due
 from reconciler.inbox.forward import forward_event, make_forward_client
-from reconciler.inbox.handlers import Event, Handler, HandlerRegistry, default_registry
+from reconciler.inbox.handlers import (
+    Business,
+    Event,
+    Handler,
+    HandlerRegistry,
+    Verdict,
+    Verify,
+    default_registry,
+    verdict_of,
+)
 from reconciler.inbox.retry import backoff_delay, classify_exception
-from reconciler.storage.engine import SQLITE_BEGIN_OPTION
+from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
 from reconciler.storage.models import (
     INBOX_EVENTS,
     PROCESSING_ATTEMPTS,
@@ -121,6 +130,9 @@ class Worker:
         self._forward_urls = {
             s.name: s.forward_url or self.cfg.forward_url for s in settings.sources
         }
+        url = settings.business.url
+        self._business_engine = make_engine(url) if url else None
+        self._business = Business(self._business_engine or engine)
 
     # -- claiming ---------------------------------------------------------------------------------
 
@@ -172,10 +184,15 @@ class Worker:
             err = TransientError("lease expired after the last attempt (worker died or timed out)")
             return self._record_failure(event, err, started, force_dead=True)
         fn = self.registry.find(event.source, event.event_type)
+        event = replace(event, business_db=self._business)
         try:
             event = self._start(event)
             self._then = then  # _start's own transaction, if any, started nothing else
-            if fn is not None:
+            verify = self.registry.verifier(event.source, event.event_type)
+            if fn is not None and verify is not None and event.error_class == ErrorClass.AMBIGUOUS:
+                self._verify_then_apply(fn, verify, event, started)
+                outcome = EventStatus.PROCESSED
+            elif fn is not None:
                 self._apply(fn, event, started)
                 outcome = EventStatus.PROCESSED
             elif target := self._forward_urls.get(event.source) or self.cfg.forward_url:
@@ -243,6 +260,31 @@ class Worker:
             with self._transaction() as conn:
                 fn(event, conn)
                 self._finish(conn, event, EventStatus.PROCESSED, started)
+
+    def _verify_then_apply(
+        self, fn: Handler, verify: Verify, event: Event, started: datetime
+    ) -> None:
+        """The previous attempt was ambiguous: ask ``verify`` whether it took effect. Done: processed
+        in the same transaction, the handler not run again; not done: the handler runs; unknown (or
+        verify failed): an ambiguous failure, retried with backoff, dead after max_attempts."""
+        previous = event.attempt - 1
+        try:
+            with self._transaction(self._handler_engine) as conn:
+                verdict = verdict_of(verify(event, conn))
+                if verdict is Verdict.DONE:
+                    note = f"verify: attempt {previous} took effect; the handler was not run again"
+                    self._finish(conn, event, EventStatus.PROCESSED, started, error=note)
+        except _LeaseLost:
+            raise
+        except Exception as exc:
+            raise AmbiguousError(
+                f"verify could not tell whether attempt {previous} took effect "
+                f"({exc.__class__.__name__}: {exc})"
+            ) from exc
+        if verdict is Verdict.UNKNOWN:
+            raise AmbiguousError(f"verify could not tell whether attempt {previous} took effect")
+        if verdict is Verdict.NOT_DONE:
+            self._apply(fn, event, started)
 
     def _finish(
         self,
@@ -415,6 +457,8 @@ class Worker:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+        if self._business_engine is not None:
+            self._business_engine.dispose()
 
 
 def _sqlite_busy(exc: OperationalError) -> bool:

@@ -25,7 +25,11 @@ from reconciler.storage.models import (
     RECON_RUNS,
     EventStatus,
 )
-from reconciler.storage.queries import open_discrepancies
+from reconciler.storage.queries import (
+    failures_by_class,
+    open_discrepancies,
+    waiting_for_a_person,
+)
 from reconciler.storage.sql import bucket_expr, pin_index
 from reconciler.storage.types import as_utc
 
@@ -266,6 +270,8 @@ class Overview:
     snapshots: list[SnapshotPoint]
     discrepancies: dict[str, dict[str, int]]
     runs: list[RunPoint]
+    failures: dict[str, dict[str, int]] = field(default_factory=dict)  # in range, by error class
+    waiting: dict[str, dict[str, int]] = field(default_factory=dict)  # dead now, by error class
 
 
 def load_overview(
@@ -284,6 +290,8 @@ def load_overview(
         snapshots=snapshot_series(conn, rng, width, srcs),
         discrepancies=open_discrepancies(conn, srcs),
         runs=run_points(conn, rng, srcs),
+        failures=failures_by_class(conn, rng.start, rng.end, srcs),
+        waiting=waiting_for_a_person(conn, srcs),
     )
 
 
@@ -292,6 +300,7 @@ class SourceKpis:
     source: str
     accepted: int = 0
     duplicate: int = 0
+    conflict: int = 0  # redeliveries with other content: flagged, not applied
     rejected: int = 0
     processed: int = 0
     failed: int = 0
@@ -301,12 +310,23 @@ class SourceKpis:
     oldest_age_seconds: float | None = None
     stuck: bool = False
     open_discrepancies: dict[str, int] = field(default_factory=dict)
+    failures_by_class: dict[str, int] = field(default_factory=dict)  # failed attempts in range
+    waiting_for_a_person: dict[str, int] = field(default_factory=dict)  # dead now, by class
+
+    @property
+    def attempts(self) -> int:
+        return self.processed + self.failed + self.dead
+
+    def failure_share(self, error_class: str) -> float:
+        """The share of the range's attempts that failed with this class (0 without attempts)."""
+        return self.failures_by_class.get(error_class, 0) / self.attempts if self.attempts else 0.0
 
     @property
     def has_data(self) -> bool:
         return bool(
             self.accepted
             or self.duplicate
+            or self.conflict
             or self.rejected
             or self.processed
             or self.failed
@@ -331,7 +351,7 @@ def kpis(ov: Overview, stuck_after_seconds: float) -> list[SourceKpis]:
     out = {name: SourceKpis(name) for name in names}
     for c in ov.deliveries:
         k = out[c.source]
-        if c.key in ("accepted", "duplicate", "rejected"):
+        if c.key in ("accepted", "duplicate", "conflict", "rejected"):
             setattr(k, c.key, getattr(k, c.key) + c.n)
     for c in ov.attempts:
         k = out[c.source]
@@ -345,4 +365,10 @@ def kpis(ov: Overview, stuck_after_seconds: float) -> list[SourceKpis]:
         k.stuck = k.oldest_age_seconds is not None and k.oldest_age_seconds > stuck_after_seconds
     for source, by_kind in ov.discrepancies.items():
         out[source].open_discrepancies = dict(sorted(by_kind.items()))
+    for source, classes in ov.failures.items():
+        if source in out:
+            out[source].failures_by_class = dict(sorted(classes.items()))
+    for source, classes in ov.waiting.items():
+        if source in out:
+            out[source].waiting_for_a_person = dict(sorted(classes.items()))
     return list(out.values())

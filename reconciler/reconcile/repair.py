@@ -12,6 +12,7 @@ from connectors.base import Connector, Record
 from reconciler.audit import record_audit
 from reconciler.config import SourceSettings
 from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.inbox.correlation import mint, usable
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.sources import provider
@@ -95,6 +96,7 @@ def _incoming(source: SourceSettings, record: Record) -> IncomingEvent:
         content_type="application/json",
         origin=EventOrigin.BACKFILL,
         fingerprint_ignore=source.fingerprint_paths(),
+        correlation_id=usable(parsed.request_id) or mint(),
     )
 
 

@@ -168,3 +168,37 @@ def _stripe_event_ids(demo: Path) -> list[str]:
             )
     finally:
         engine.dispose()
+
+
+def test_the_demo_shows_the_inbox_promises(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A conflicting redelivery, ambiguous failures settled by verify, and a correlation id that
+    reaches the business rows."""
+    import sqlite3
+
+    truth = json.loads((demo / "truth.json").read_text())
+    assert truth["expected_open_discrepancies"]["stripe"]["conflict"] == 1
+    conflict = truth["conflicting_redelivery"]
+    ambiguous = truth["handler_faults"]["ambiguous"]
+    assert conflict and ambiguous
+    with sqlite3.connect(demo / "hookledger.db") as db:
+        [(outcome,)] = db.execute(
+            "SELECT outcome FROM deliveries WHERE event_id = ? AND body IS NOT NULL", (conflict,)
+        ).fetchall()
+        settled = db.execute(
+            "SELECT e.event_id FROM processing_attempts a JOIN inbox_events e "
+            "ON e.id = a.inbox_event_id WHERE a.error LIKE 'verify: attempt 1 took effect%'"
+        ).fetchall()
+        paid = db.execute(
+            "SELECT event_id, correlation_id FROM inbox_events WHERE event_type = 'invoice.paid' "
+            "AND status = 'processed' LIMIT 1"
+        ).fetchone()
+    assert outcome == "conflict"
+    assert sorted(e for (e,) in settled) == sorted(ambiguous)
+    config = str(demo / "config.toml")
+    assert (
+        main(["events", "show", paid[0], "--source", "stripe", "--json", "--config", config]) == 0
+    )
+    shown = json.loads(capsys.readouterr().out)
+    [invoices] = [b for b in shown["business_rows"] if b["table"] == "demo_invoices"]
+    assert invoices["error"] is None and len(invoices["rows"]) == 1
+    assert "correlation_id" in invoices["rows"][0]

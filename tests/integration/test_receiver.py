@@ -297,3 +297,26 @@ def test_unknown_route_uses_the_error_shape(receiver: str) -> None:
     response = httpx.get(f"{receiver}/webhooks/stripe")
     assert response.status_code == 405
     assert response.json()["status"] == "error"
+
+
+def test_the_correlation_id_comes_from_the_request_and_reaches_the_handler(
+    receiver: str, engine: Engine, db_url: str
+) -> None:
+    seen: dict[str, str] = {}
+    registry = HandlerRegistry()
+    registry.register(
+        "stripe", "*", lambda event, conn: seen.update({event.event_id: event.correlation_id})
+    )
+    with httpx.Client(base_url=receiver) as client:
+        headers, body = stripe_delivery("evt_corr")
+        client.post(
+            "/webhooks/stripe", content=body, headers={**headers, "X-Correlation-Id": "order-77"}
+        )
+        headers, body = stripe_delivery("evt_bad")
+        bad = client.post(
+            "/webhooks/stripe", content=body, headers={**headers, "X-Request-Id": "a b\tc"}
+        )
+        assert bad.json()["status"] == "accepted"  # a bad header never refuses a delivery
+    Worker(engine, make_settings(db_url), registry).drain()
+    assert seen["evt_corr"] == "order-77"
+    assert len(seen["evt_bad"]) == 32 and seen["evt_bad"] != "a b\tc"  # minted instead

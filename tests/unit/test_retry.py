@@ -79,3 +79,34 @@ def test_classification_of_failures() -> None:
     assert classify_exception(RuntimeError("surprise")) is ErrorClass.TRANSIENT
     assert retry_after_from_now("7") == 7.0
     assert retry_after_from_now("soon") is None
+
+
+def test_sent_without_an_answer_is_ambiguous() -> None:
+    import httpx
+
+    from reconciler.errors import AmbiguousError
+    from reconciler.inbox.retry import classify_exception
+    from reconciler.storage.models import ErrorClass
+
+    request = httpx.Request("POST", "http://127.0.0.1/x")
+    for exc in (
+        AmbiguousError("sent"),
+        httpx.ReadTimeout("t", request=request),
+        httpx.ReadError("reset", request=request),
+        httpx.RemoteProtocolError("disconnected", request=request),
+    ):
+        assert classify_exception(exc) is ErrorClass.AMBIGUOUS, exc
+    for exc in (
+        httpx.ConnectTimeout("t", request=request),
+        httpx.ConnectError("refused", request=request),
+        httpx.WriteTimeout("t", request=request),
+    ):
+        assert classify_exception(exc) is ErrorClass.TRANSIENT, exc
+
+
+def test_a_verify_answer_is_read_as_a_verdict() -> None:
+    from reconciler.inbox.handlers import Verdict, verdict_of
+
+    assert [verdict_of(v) for v in (Verdict.DONE, True, "done")] == [Verdict.DONE] * 3
+    assert [verdict_of(v) for v in (Verdict.NOT_DONE, False, "not_done")] == [Verdict.NOT_DONE] * 3
+    assert [verdict_of(v) for v in (None, "maybe", 1, Verdict.UNKNOWN)] == [Verdict.UNKNOWN] * 4
