@@ -315,7 +315,12 @@ def drill_target(
                 if event.object_id:
                     keys.add(event.object_id)
                 headers = sign(options, event.headers, event.body, secret, clock())
-                answer = http.post(url, content=event.body, headers=headers)
+                try:
+                    answer = http.post(url, content=event.body, headers=headers)
+                except httpx.HTTPError as exc:
+                    raise ActionRefusedError(
+                        f"--target {target}: cannot be reached ({exc.__class__.__name__})"
+                    ) from None
                 if answer.status_code >= 300:
                     raise ActionRefusedError(
                         f"--target {target}: answered HTTP {answer.status_code} to event "

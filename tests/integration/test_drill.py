@@ -239,6 +239,7 @@ def test_cli_exit_codes_and_json(
         (["--target", "ftp://x", "--business-url", "sqlite://"], "not an http(s) URL"),
         (["--handlers", "--until", "2000-01-01"], "--until: must be after --since"),
         (["--handlers", "--times", "0"], "must be between 1 and 100"),
+        (["--target", "http://127.0.0.1:9", "--business-url", "sqlite://"], "cannot be reached"),
     ):
         with pytest.raises(SystemExit) if "--times" in bad else _no_raise():
             code = main([*base, *bad])
