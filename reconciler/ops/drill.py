@@ -141,6 +141,7 @@ def copy_schema(source: Engine, target: Engine, tables: Sequence[str] | None = N
     meta.reflect(source, only=list(tables) if tables else None)
     for table in meta.tables.values():
         for column in table.columns:
+            # a dialect type with no generic twin keeps its reflected type
             with suppress(NotImplementedError):
                 column.type = column.type.as_generic()
             column.server_default = None  # (PostgreSQL's nextval() means nothing elsewhere)
