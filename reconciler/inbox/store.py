@@ -153,6 +153,8 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
             deliveries.append(row)
             continue
         outcomes.append(DeliveryOutcome.CONFLICT)
+        # (a row of its own, with the columns no other delivery row has: the batch's executemany
+        # needs one set of columns)
         row.update(outcome=DeliveryOutcome.CONFLICT, fingerprint=mine, body=item.body)
         delivery_row = conn.execute(insert(DELIVERIES).returning(DELIVERIES.c.id), row).scalar_one()
         p = item.parsed
@@ -189,8 +191,6 @@ def _delivery_row(item: IncomingEvent) -> dict[str, Any]:
         "status_code": 200,
         "reason": None,
         "remote_addr": item.remote_addr,
-        "fingerprint": None,
-        "body": None,
     }
 
 

@@ -297,3 +297,28 @@ def test_any_redelivery_is_answered_2xx_and_never_changes_the_stored_copy(
     assert answer.json()["status"] == ("duplicate" if same else "conflict")
     assert stored_body(engine, "evt_P") == first[1]
     assert bool(discrepancies(engine)) == (not same)
+
+
+def test_accepted_rejected_and_conflicting_deliveries_share_one_batch(engine: Engine) -> None:
+    """The batch's delivery rows go in one executemany: every row must carry the same columns
+    (a conflict's body and fingerprint go in a row of its own)."""
+    from reconciler.inbox.store import RejectedRecord
+
+    _, one = stripe("evt_M")
+    _, two = stripe("evt_M", status="void")
+    now = datetime.now(UTC)
+    for items, expected in (
+        (
+            [_item(one), RejectedRecord("stripe", 401, "bad signature", now), _item(two)],
+            ["accepted", "rejected", "conflict"],
+        ),
+        (
+            [RejectedRecord("stripe", 401, "bad signature", now), _item(one), _item(two)],
+            ["rejected", "duplicate", "conflict"],
+        ),
+    ):
+        with engine.begin() as conn:
+            assert [o.value for o in store_items(conn, items)] == expected
+    rows = delivery_rows(engine)
+    assert [r.outcome for r in rows].count("rejected") == 2
+    assert all((r.body is not None) == (r.outcome == "conflict") for r in rows)
