@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Column, Connection, Engine, Integer, MetaData, String, Table, insert, update
 
 from connectors.parsing import parse_stripe
@@ -297,3 +299,26 @@ def test_target_mode_resigns_and_compares_a_staging_receiver(
         worker.close()
         s_engine.dispose()
     assert result.deliveries == 18 and result.equal, [d.to_json() for d in result.differences]
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    option=st.sampled_from(["--since", "--until", "--times", "--seed", "--wait-seconds"]),
+    value=st.text(max_size=30),
+)
+def test_any_bad_option_value_is_a_clear_error_and_reads_nothing(
+    tmp_path: Path, option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hostile option values: exit 2 with an error naming the option, never a traceback."""
+    cfg = _config(tmp_path, "sqlite://", "sqlite://", 8000)
+    args = ["drill", "--source", "billing", "--since", "2026-01-01", "--handlers", "--config", cfg]
+    try:
+        code = main([*args, option, value])
+    except SystemExit as exc:  # argparse refuses the value itself
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if code != 0:
+        assert code == 2 and "error" in err, (option, value, err)

@@ -49,6 +49,18 @@ def _write(tmp_path: Path, text: str) -> Path:
             "used twice",
         ),
         ("[receiver]\nport = 70000\n", "table [receiver], key 'port'"),
+        (
+            '[[sources]]\nname = "a"\nkind = "stripe"\nfingerprint_ignore = ["data..x"]\n',
+            "key 'fingerprint_ignore': Value error, 'data..x' is not a JSON path",
+        ),
+        (
+            '[[sources]]\nname = "a"\nkind = "stripe"\nfingerprint_ignore = [1]\n',
+            "key 'fingerprint_ignore'",
+        ),
+        (
+            '[[sources]]\nname = "a"\nkind = "stripe"\ncorrelation_header = "X Bad"\n',
+            "key 'correlation_header'",
+        ),
         ("not toml [", "not valid TOML"),
     ],
 )
