@@ -24,6 +24,7 @@ PAGES = [
     st.Page("pages/discrepancies.py", title="Discrepancies", icon=":material/rule:"),
     st.Page("pages/events.py", title="Events", icon=":material/search:"),
     st.Page("pages/dead_letters.py", title="Dead letters", icon=":material/report:"),
+    st.Page("pages/outbox.py", title="Outbox", icon=":material/outbox:"),
     st.Page("pages/runs.py", title="Runs", icon=":material/history:"),
 ]
 page = st.navigation(PAGES)

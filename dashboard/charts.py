@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import plotly.graph_objects as go
 
+from reconciler.ops.outbox import UnsentPoint
 from reconciler.ops.overview import BucketCount, RunPoint, SnapshotPoint
 from reconciler.ops.timerange import TimeRange, bucket_indexes, bucket_start
 
@@ -14,6 +16,7 @@ OUTCOME_COLOURS = {
     "duplicate": "#f9a825",
     "rejected": "#c62828",
     "processed": "#2e7d32",
+    "sent": "#2e7d32",
     "failed": "#ef6c00",
     "dead": "#b71c1c",
     "ignored": "#9e9e9e",
@@ -57,26 +60,51 @@ def queue_history(
     points: Sequence[SnapshotPoint], width: int, threshold_seconds: float
 ) -> tuple[go.Figure, go.Figure]:
     """Pending count, and oldest-unprocessed age with the stuck threshold drawn."""
+    return _depth_and_age(
+        [
+            (p.source, bucket_start(p.bucket, width), p.unprocessed, p.oldest_age_seconds)
+            for p in points
+        ],
+        threshold_seconds,
+        ("Pending events (snapshots)", "events"),
+        "Oldest unprocessed age (snapshots)",
+    )
+
+
+def outbox_history(
+    points: Sequence[UnsentPoint], width: int, threshold_seconds: float
+) -> tuple[go.Figure, go.Figure]:
+    """Unsent messages, and the oldest one's age with the stuck threshold, per target."""
+    return _depth_and_age(
+        [(p.target, bucket_start(p.bucket, width), p.unsent, p.oldest_age_seconds) for p in points],
+        threshold_seconds,
+        ("Pending messages (snapshots)", "messages"),
+        "Oldest pending message age (snapshots)",
+    )
+
+
+def _depth_and_age(
+    rows: Sequence[tuple[str, datetime, float, float]],
+    threshold_seconds: float,
+    depth_title: tuple[str, str],
+    age_title: str,
+) -> tuple[go.Figure, go.Figure]:
+    """A line per name: (name, time, depth, oldest age) rows as two figures."""
     depth, age = go.Figure(), go.Figure()
-    by_source: dict[str, list[SnapshotPoint]] = {}
-    for p in points:
-        by_source.setdefault(p.source, []).append(p)
-    for source, pts in sorted(by_source.items()):
-        xs = [bucket_start(p.bucket, width) for p in pts]
-        depth.add_scatter(x=xs, y=[p.unprocessed for p in pts], mode="lines+markers", name=source)
-        age.add_scatter(
-            x=xs, y=[p.oldest_age_seconds for p in pts], mode="lines+markers", name=source
-        )
+    by_name: dict[str, list[tuple[str, datetime, float, float]]] = {}
+    for row in rows:
+        by_name.setdefault(row[0], []).append(row)
+    for name, pts in sorted(by_name.items()):
+        xs = [p[1] for p in pts]
+        depth.add_scatter(x=xs, y=[p[2] for p in pts], mode="lines+markers", name=name)
+        age.add_scatter(x=xs, y=[p[3] for p in pts], mode="lines+markers", name=name)
     age.add_hline(
         y=threshold_seconds,
         line_dash="dash",
         line_color="#c62828",
         annotation_text=f"stuck after {threshold_seconds:.0f} s",
     )
-    return (
-        _layout(depth, "Pending events (snapshots)", "events"),
-        _layout(age, "Oldest unprocessed age (snapshots)", "seconds"),
-    )
+    return _layout(depth, *depth_title), _layout(age, age_title, "seconds")
 
 
 def discrepancies_per_run(runs: Sequence[RunPoint]) -> go.Figure:

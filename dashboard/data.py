@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard import context
 from reconciler.inbox.conflicts import ConflictBodies, conflict_bodies
 from reconciler.inbox.replay import EventDetail, event_detail
-from reconciler.ops import chain, dead_letters, discrepancies, events, overview, runs
+from reconciler.ops import chain, dead_letters, discrepancies, events, outbox, overview, runs
 from reconciler.ops.timerange import TimeRange
 from reconciler.reconcile.export import DiscrepancyFilter, count, money_impact
 
@@ -98,3 +98,34 @@ def recent_runs(db: str, sources: tuple[str, ...]) -> list[dict[str, Any]]:
 @st.cache_data(ttl=TTL, max_entries=4, show_spinner=False)
 def cursors(db: str) -> list[dict[str, Any]]:
     return context.read(runs.cursor_positions)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def load_outbox(
+    db: str, start: datetime, end: datetime, width: int, now: datetime, targets: tuple[str, ...]
+) -> outbox.OutboxView:
+    return context.read(outbox.load_outbox, TimeRange(start, end), width, now, targets)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def outbox_messages(
+    db: str,
+    targets: tuple[str, ...],
+    statuses: tuple[str, ...],
+    before_id: int | None,
+    limit: int,
+) -> tuple[list[dict[str, Any]], int]:
+    with context.connect() as conn:
+        rows = outbox.list_messages(
+            conn, targets=targets, statuses=statuses, before_id=before_id, limit=limit
+        )
+        return rows, outbox.count_messages(conn, targets=targets, statuses=statuses)
+
+
+def outbox_message(message_id: int) -> outbox.MessageDetail:
+    return context.read(outbox.message_detail, message_id)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def messages_of_correlation(db: str, correlation_id: str) -> list[dict[str, Any]]:
+    return context.read(outbox.messages_of_correlation, correlation_id)

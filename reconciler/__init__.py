@@ -8,16 +8,20 @@ holds it):
    (``connectors.errors``), the sandbox provider and in-memory test connectors.
 1. ``errors``, ``states`` (stored states and kinds, no SQLAlchemy), ``config``, ``cron``, ``logs``,
    ``process``, ``sources`` (a configured source as its provider's ``SourceOptions``, secrets
-   resolved), ``cursors``, ``audit``, ``storage/`` (engine, models, migrations, dialect pieces).
-2. ``inbox/``: receiver (signature, one transaction, group commit), store, worker, forwarder, metrics.
-3. ``reconcile/``: ``run`` (one run of one source), ``judge`` (pure: findings and fix rules),
+   resolved), ``cursors``, ``audit``, ``correlation`` (the id that follows an event),
+   ``outgoing`` (an outgoing POST and what its answer means), ``storage/`` (engine, models,
+   migrations, dialect pieces).
+2. The team's own outgoing calls and API: ``outbox/`` (the transactional outbox: writer, claims,
+   publisher) and ``idempotency/`` (Idempotency-Key middleware for the team's ASGI API).
+3. ``inbox/``: receiver (signature, one transaction, group commit), store, worker, forwarder, metrics.
+4. ``reconcile/``: ``run`` (one run of one source), ``judge`` (pure: findings and fix rules),
    ``compare`` (pure value rules), ``store/`` (one scan store per database and the closing passes),
    ``closing``, ``business`` (the business tables a check reads), ``lease``, ``history``, ``summary``,
    ``export`` (CSV), ``actions`` (backfill, replay, resolve).
-4. ``ops/``: read models and actions the CLI, the scheduler and the dashboard share.
-5. ``schedule`` (APScheduler), ``demo/``, ``dashboard_process`` (how the dashboard is started).
-6. ``cli/``: the ``hookledger`` command.
-7. ``dashboard/`` (a package of its own): Streamlit pages that only render.
+5. ``ops/``: read models and actions the CLI, the scheduler and the dashboard share.
+6. ``schedule`` (APScheduler), ``demo/``, ``dashboard_process`` (how the dashboard is started).
+7. ``cli/``: the ``hookledger`` command.
+8. ``dashboard/`` (a package of its own): Streamlit pages that only render.
 """
 
 __version__ = "0.1.0"

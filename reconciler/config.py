@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -241,6 +242,17 @@ class CheckSettings(_Table):
         return object_type == self.object_type
 
 
+def _env_secret(owner: str, key: str, var: str | None, environ: Mapping[str, str] | None) -> str:
+    """The value of the environment variable that ``key`` names (never read from the file)."""
+    env = os.environ if environ is None else environ
+    if not var:
+        raise ConfigError(f"{owner}: no {key} is configured")
+    value = env.get(var, "").strip()
+    if not value:
+        raise ConfigError(f"{owner}: environment variable {var} (named by {key}) is not set")
+    return value
+
+
 class SourceSettings(_Table, registry.AllProviderKeys):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     kind: str
@@ -313,15 +325,7 @@ class SourceSettings(_Table, registry.AllProviderKeys):
         return self._env_secret("private_key_env", self.private_key_env, environ)
 
     def _env_secret(self, key: str, var: str | None, environ: Mapping[str, str] | None) -> str:
-        env = os.environ if environ is None else environ
-        if not var:
-            raise ConfigError(f"source '{self.name}': no {key} is configured")
-        value = env.get(var, "").strip()
-        if not value:
-            raise ConfigError(
-                f"source '{self.name}': environment variable {var} (named by {key}) is not set"
-            )
-        return value
+        return _env_secret(f"source '{self.name}'", key, var, environ)
 
     def signing_secrets(self, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The signing secrets from the environment (comma-separated: every one is accepted)."""
@@ -337,6 +341,87 @@ class SourceSettings(_Table, registry.AllProviderKeys):
         return tuple(part.strip() for part in raw.split(",") if part.strip())
 
 
+class OutboxTargetSettings(_Table):
+    """A destination of outgoing messages (``[[outbox.targets]]``)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    url: str
+    timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    max_attempts: int = Field(default=8, ge=1, le=100)
+    # Standard Webhooks signature of every message (webhook-id/-timestamp/-signature headers), so
+    # the receiver can verify us; the variable holds whsec_... secrets, comma-separated to rotate
+    signing_secret_env: str | None = None
+    bearer_token_env: str | None = None  # sent as "Authorization: Bearer <token>"
+    # a later message for the same object waits until the earlier one is sent (or dead)
+    order_by_object: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"'{value}' is not an http:// or https:// URL")
+        return value
+
+    def signing_secrets(self, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """The signing secrets (empty: messages are not signed)."""
+        if not self.signing_secret_env:
+            return ()
+        raw = _env_secret(self._owner, "signing_secret_env", self.signing_secret_env, environ)
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+    def bearer_token(self, environ: Mapping[str, str] | None = None) -> str | None:
+        if not self.bearer_token_env:
+            return None
+        return _env_secret(self._owner, "bearer_token_env", self.bearer_token_env, environ)
+
+    @property
+    def _owner(self) -> str:
+        return f"outbox target '{self.name}'"
+
+
+class OutboxSettings(_Table):
+    """The publisher of outgoing messages (``hookledger publish``, ``hookledger worker --publish``)."""
+
+    concurrency: int = Field(default=4, ge=1, le=64)  # messages in flight at once, per publisher
+    poll_interval_seconds: float = Field(default=1.0, gt=0)
+    lease_seconds: float = Field(default=60.0, gt=0)
+    backoff_base_seconds: float = Field(default=2.0, gt=0)
+    backoff_max_seconds: float = Field(default=3600.0, gt=0)
+    max_payload_bytes: int = Field(default=1_048_576, ge=1)
+    targets: tuple[OutboxTargetSettings, ...] = ()
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _targets_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("targets")
+    @classmethod
+    def _consistent(
+        cls, targets: tuple[OutboxTargetSettings, ...], info: ValidationInfo
+    ) -> tuple[OutboxTargetSettings, ...]:
+        lease = info.data.get("lease_seconds")  # validated before: it is declared first
+        seen: set[str] = set()
+        for target in targets:
+            if target.name in seen:
+                raise ValueError(f"target name '{target.name}' is used twice")
+            seen.add(target.name)
+            # a lease shorter than a request lets a second publisher send while the first waits
+            if lease is not None and target.timeout_seconds >= lease:
+                raise ValueError(
+                    f"target '{target.name}': timeout_seconds ({target.timeout_seconds:g}) must be "
+                    f"shorter than [outbox] lease_seconds ({lease:g})"
+                )
+        return targets
+
+    def target(self, name: str) -> OutboxTargetSettings | None:
+        for target in self.targets:
+            if target.name == name:
+                return target
+        return None
+
+
 class Settings(_Table):
     database: DatabaseSettings = DatabaseSettings()
     receiver: ReceiverSettings = ReceiverSettings()
@@ -346,6 +431,7 @@ class Settings(_Table):
     logging: LoggingSettings = LoggingSettings()
     dashboard: DashboardSettings = DashboardSettings()
     retention: RetentionSettings = RetentionSettings()
+    outbox: OutboxSettings = OutboxSettings()
     sources: tuple[SourceSettings, ...] = ()
 
     @field_validator("sources", mode="before")

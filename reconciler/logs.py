@@ -6,7 +6,16 @@ import logging
 import re
 import sys
 
-FIELDS = ("source", "event_id", "correlation_id", "run_id", "error_class", "reason", "status")
+FIELDS = (
+    "source",
+    "target",
+    "event_id",
+    "correlation_id",
+    "run_id",
+    "error_class",
+    "reason",
+    "status",
+)
 
 # C0/C1 controls, DEL and the Unicode line and paragraph separators: anything that could end a log
 # line or move the cursor, shown as an escape instead.

@@ -14,15 +14,17 @@ from typing import Any
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import Engine, insert
+from sqlalchemy import Connection, Engine, insert
 
 from reconciler.config import Settings
 from reconciler.cron import trigger_for
 from reconciler.inbox.metrics import oldest_unprocessed
 from reconciler.ops.rollup import record_snapshot_hourly, roll_up
-from reconciler.reconcile.run import Reconciler, RunSummary, reconcilable_sources
-from reconciler.reconcile.sweep import reconcile_sources
-from reconciler.storage.models import QUEUE_SNAPSHOTS
+from reconciler.reconcile.run import Reconciler, RunSummary
+from reconciler.reconcile.sweep import nightly_names, reconcile_sources
+from reconciler.states import OUTBOX_UNSENT
+from reconciler.storage.models import OUTBOX_SNAPSHOTS, QUEUE_SNAPSHOTS
+from reconciler.storage.queries import outbox_by_target
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -44,20 +46,45 @@ def snapshot(engine: Engine, settings: Settings) -> int:
                 "oldest_age_seconds": (now - oldest).total_seconds() if oldest else 0.0,
             }
         )
-    if rows:
-        with engine.begin() as conn:
+    with engine.begin() as conn:
+        if rows:
             conn.execute(insert(QUEUE_SNAPSHOTS), rows)
             record_snapshot_hourly(conn, rows)
+        outbox_rows = _outbox_snapshot(conn, settings, now)
+        if outbox_rows:
+            conn.execute(insert(OUTBOX_SNAPSHOTS), outbox_rows)
     # the dashboard's hourly counts follow the snapshots (incremental: a closed hour at a time)
     roll_up(engine, now)
     return len(rows)
 
 
+def _outbox_snapshot(conn: Connection, settings: Settings, now: datetime) -> list[dict[str, Any]]:
+    """Each outbox target's unsent count and oldest unsent age (configured targets, and any other
+    that has unsent messages)."""
+    by_target = outbox_by_target(conn)
+    names = {t.name for t in settings.outbox.targets} | {
+        name for name, (_, oldest) in by_target.items() if oldest is not None
+    }
+    rows = []
+    for name in sorted(names):
+        counts, oldest = by_target.get(name, ({}, None))
+        rows.append(
+            {
+                "at": now,
+                "target": name,
+                "unsent": sum(counts.get(s.value, 0) for s in OUTBOX_UNSENT),
+                "oldest_age_seconds": (now - oldest).total_seconds() if oldest else 0.0,
+            }
+        )
+    return rows
+
+
 def reconcile_all(
     reconciler: Reconciler, settings: Settings, trigger: str = "schedule"
 ) -> list[RunSummary]:
-    """Every reconcilable source, one after another; one source failing does not stop the others."""
-    names = [source.name for source in reconcilable_sources(settings)]
+    """Every reconcilable source, then every outbox target, one after another; one failing does
+    not stop the others."""
+    names = nightly_names(reconciler.engine, settings)
     outcomes = reconcile_sources(reconciler, names, trigger=trigger)
     return [o.summary for o in outcomes if o.summary is not None]
 

@@ -36,6 +36,27 @@ class ErrorClass(enum.StrEnum):
     AMBIGUOUS = "ambiguous"
 
 
+class OutboxStatus(enum.StrEnum):
+    """An outgoing message's state (``outbox``)."""
+
+    PENDING = "pending"  # written, not tried yet
+    SENDING = "sending"  # claimed by a publisher (a lease): its POST is in flight
+    SENT = "sent"  # the target answered 2xx
+    FAILED = "failed"  # the last attempt failed, a retry is due at next_attempt_at
+    DEAD = "dead"  # permanent failure or max_attempts: nothing retries it, a person decides
+
+
+# not sent yet: what a publisher still has to do, and what "pending" means on the dashboard
+OUTBOX_UNSENT = (OutboxStatus.PENDING, OutboxStatus.SENDING, OutboxStatus.FAILED)
+
+
+class IdempotencyStatus(enum.StrEnum):
+    """A client's idempotency key (``idempotency_keys``)."""
+
+    IN_PROGRESS = "in_progress"  # the first request is running (a lease)
+    COMPLETED = "completed"  # its response is stored and answers every repeat
+
+
 class RunStatus(enum.StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -52,6 +73,13 @@ class DiscrepancyKind(enum.StrEnum):
     STUCK = "stuck"
     DEAD = "dead"
     CONFLICT = "conflict"  # a redelivery's content differs from the stored event's, per field
+    OUTBOX_STUCK = "outbox_stuck"  # an outgoing message unsent past stuck_after_seconds
+    OUTBOX_DEAD = "outbox_dead"  # an outgoing message that gave up: a person decides
+
+
+# The outbox's discrepancies and reconciliation runs name their target as a source of its own:
+# "outbox:<target>", which no configured source can be (source names allow no colon).
+OUTBOX_SOURCE_PREFIX = "outbox:"
 
 
 class DiscrepancyStatus(enum.StrEnum):

@@ -46,6 +46,10 @@ signing_secret_env = "T_GITHUB_SECRET"
 name = "shopify"
 kind = "shopify"
 signing_secret_env = "T_SHOPIFY_SECRET"
+
+[[outbox.targets]]
+name = "crm"
+url = "http://127.0.0.1:9/in"
 """
 
 AUTH = """

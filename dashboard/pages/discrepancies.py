@@ -10,16 +10,20 @@ import streamlit as st
 from dashboard import context, data
 from reconciler.errors import HookledgerError
 from reconciler.ops import operator_actions as actions
+from reconciler.ops import outbox as outbox_ops
 from reconciler.ops.discrepancies import SORTABLE, body_diff, masked_values, value_diff
 from reconciler.ops.masking import Masker
 from reconciler.reconcile.export import DiscrepancyFilter, write_csv
+from reconciler.states import OUTBOX_SOURCE_PREFIX
 from reconciler.storage.models import DiscrepancyKind, DiscrepancyStatus
 
 st.title("Discrepancies")
 if not context.guard():
     st.stop()
 
-names = context.source_names()
+names = context.source_names() + [
+    f"{OUTBOX_SOURCE_PREFIX}{t.name}" for t in context.settings().outbox.targets
+]
 f1, f2, f3, f4 = st.columns(4)
 sources = f1.multiselect("Source", names, key="d_sources")
 kinds = f2.multiselect("Kind", [k.value for k in DiscrepancyKind], key="d_kinds")
@@ -155,10 +159,14 @@ if not who.can_act:
     st.stop()
 
 KEEP, APPLY = "keep stored version", "apply later delivery"
+REPLAY_MESSAGE = "replay the message (same key)"
+outgoing = row["kind"] in (DiscrepancyKind.OUTBOX_STUCK, DiscrepancyKind.OUTBOX_DEAD)
 options = ["resolve", "ignore"]
 if conflict:
     options = [KEEP, APPLY, "ignore"] if row["status"] == DiscrepancyStatus.OPEN else ["ignore"]
-elif row["event_id"]:
+elif row["kind"] == DiscrepancyKind.OUTBOX_DEAD:
+    options = [REPLAY_MESSAGE, *options]
+elif row["event_id"] and not outgoing:
     options = ["replay", "backfill", *options]
 go, reason, action = context.confirmed_form(
     "d",
@@ -176,6 +184,11 @@ if go:
     elif action == APPLY:
         result = context.act(
             lambda a: actions.apply_later_version(engine, int(row["id"]), actor=a, reason=reason)
+        )
+    elif action == REPLAY_MESSAGE:
+        message_id = int(row["object_id"])
+        result = context.act(
+            lambda a: outbox_ops.replay(engine, [message_id], actor=a, reason=reason)
         )
     elif action == "replay":
         result = context.act(lambda a: actions.replay(engine, src, eid, actor=a, reason=reason))

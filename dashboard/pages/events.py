@@ -21,6 +21,10 @@ if not query.strip():
     st.caption("Exact match on any of the four ids.")
     st.stop()
 found = data.search_events(context.db_key(), query.strip(), tuple(context.source_names()))
+related = data.messages_of_correlation(context.db_key(), query.strip())
+if related:
+    st.markdown(f"**Outgoing messages** with correlation id `{query.strip()}`")
+    st.dataframe(related, hide_index=True, key="e_correlated")
 if not found:
     st.info(f"No event in the inbox matches '{query.strip()}'.")
     st.stop()
@@ -69,6 +73,9 @@ for rows_of in chain:
         st.dataframe([masker.mask(r) for r in rows_of.rows], hide_index=True)
     else:
         st.markdown(f"**Business rows** in {what}: none")
+if detail.messages:
+    st.markdown("**Outgoing messages** this event's handler wrote (see the Outbox page)")
+    st.dataframe(detail.messages, hide_index=True, key="e_messages")
 st.markdown("**Payload** (secrets and configured PII fields masked)")
 st.code(masker.mask_body(ev["body"]), language="json")
 with st.expander("Stored headers"):

@@ -4,15 +4,20 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import socket
+import threading
 from collections.abc import Sequence
 from types import TracebackType
+from typing import Any, Protocol
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.config import LoadedConfig, Settings, load_config
 from reconciler.errors import ConfigError
+from reconciler.states import OUTBOX_SOURCE_PREFIX
 from reconciler.storage.engine import database_error, make_engine
 from reconciler.storage.migrate import current_revision, head_revision
 
@@ -23,15 +28,21 @@ def load(args: argparse.Namespace) -> LoadedConfig:
 
 def unknown_source_error(settings: Settings, name: str) -> ConfigError:
     """The one message every command gives for a --source that is not configured."""
-    names = ", ".join(s.name for s in settings.sources) or "none"
+    names = [s.name for s in settings.sources]
+    names += [f"{OUTBOX_SOURCE_PREFIX}{t.name}" for t in settings.outbox.targets]
     return ConfigError(
-        f"--source {name!r}: no source of that name in the configuration (configured: {names})"
+        f"--source {name!r}: no source of that name in the configuration (configured: "
+        f"{', '.join(names) or 'none'})"
     )
 
 
 def check_sources(settings: Settings, names: str | Sequence[str] | None) -> None:
     for name in [names] if isinstance(names, str) else list(names or ()):
-        if settings.source(name) is None:
+        target = (
+            name[len(OUTBOX_SOURCE_PREFIX) :] if name.startswith(OUTBOX_SOURCE_PREFIX) else None
+        )
+        known = settings.outbox.target(target) if target else settings.source(name)
+        if known is None:
             raise unknown_source_error(settings, name)
 
 
@@ -109,3 +120,43 @@ class Command:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+
+
+class Loop(Protocol):
+    """A worker or a publisher: ``drain`` what is due, or ``run`` until stopped."""
+
+    def drain(self) -> int: ...
+
+    def run(self, stop: threading.Event) -> None: ...
+
+
+def run_loops(phases: Sequence[Sequence[Loop]], *, once: bool) -> None:
+    """One thread per loop. ``once``: each phase drained in turn (the worker's events, then the
+    messages their handlers wrote); else every loop runs until SIGINT or SIGTERM, which let each
+    finish what it holds."""
+    if once:
+        for loops in phases:
+            _threads([threading.Thread(target=loop.drain) for loop in loops])
+        return
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    threads = [threading.Thread(target=loop.run, args=(stop,)) for ph in phases for loop in ph]
+    logging.getLogger("hookledger").info("%d thread(s) started", len(threads))
+    _threads(threads)
+
+
+def _threads(threads: list[threading.Thread]) -> None:
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def summarise(loops: Sequence[Any]) -> str:
+    """``processed 3, dead 1``: the loops' outcomes added up (their ``stats.outcomes``)."""
+    totals: dict[str, int] = {}
+    for loop in loops:
+        for key, n in loop.stats.outcomes.items():
+            totals[key] = totals.get(key, 0) + n
+    return ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) or "nothing due"

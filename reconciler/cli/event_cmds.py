@@ -98,6 +98,7 @@ def cmd_events_show(args: argparse.Namespace) -> int:
             "deliveries": detail.deliveries,
             "attempts": detail.attempts,
             "audit": detail.audit,
+            "outgoing": detail.messages,
             "business_rows": [
                 {
                     "table": b.table,
@@ -150,4 +151,11 @@ def cmd_events_show(args: argparse.Namespace) -> int:
         print(f"\nbusiness rows in {b['table']} for {b['key']} ({b['error'] or len(b['rows'])}):")
         for r in b["rows"]:
             print("  " + "  ".join(f"{k}={v}" for k, v in r.items()))
+    if data["outgoing"]:
+        print(f"\noutgoing messages ({len(data['outgoing'])}):")
+    for m in data["outgoing"]:
+        print(
+            f"  #{m['id']}  {m['target']}  {m['status']:<7} attempts {m['attempts']}  "
+            f"sent {m['sent_at'] or '-'}  key {m['key']}"
+        )
     return EXIT_OK

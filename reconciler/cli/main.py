@@ -8,7 +8,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +15,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler import __version__
 from reconciler.audit import default_actor
-from reconciler.cli import dashboard_cmd, drill_cmd, event_cmds, reconcile_cmds
-from reconciler.cli.common import Command, check_port, check_sources, load
+from reconciler.cli import dashboard_cmd, drill_cmd, event_cmds, outbox_cmds, reconcile_cmds
+from reconciler.cli.common import Command, check_port, check_sources, load, run_loops, summarise
 from reconciler.config import DEFAULT_CONFIG_PATH
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.logs import configure_logging
@@ -65,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", parents=[parent], help="apply stored events")
     p.add_argument("--once", action="store_true", help="process what is due, then exit")
     p.add_argument("--concurrency", type=int, help="worker threads (default: [worker] concurrency)")
+    p.add_argument(
+        "--publish",
+        action="store_true",
+        help="also send outbox messages ([outbox] concurrency threads; with --once, after the "
+        "events are drained)",
+    )
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser(
@@ -129,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     event_cmds.register(sub, parent)
     dashboard_cmd.register(sub, parent)
     drill_cmd.register(sub, parent)
+    outbox_cmds.register(sub, parent)
 
     return parser
 
@@ -181,39 +187,24 @@ def cmd_worker(args: argparse.Namespace) -> int:
     with Command(args) as cmd:
         settings = cmd.settings
         load_handler_modules(settings.worker.handlers)
-        concurrency = args.concurrency or settings.worker.concurrency
+        concurrency = settings.worker.concurrency if args.concurrency is None else args.concurrency
         if concurrency < 1:
             raise HookledgerError("--concurrency must be at least 1")
         workers = [Worker(cmd.engine, settings) for _ in range(concurrency)]
-        _run_workers(workers, once=args.once, concurrency=concurrency)
-    totals: dict[str, int] = {}
-    for w in workers:
-        for k, v in w.stats.outcomes.items():
-            totals[k] = totals.get(k, 0) + v
-    claimed = sum(w.stats.claimed for w in workers)
-    summary = ", ".join(f"{k} {v}" for k, v in sorted(totals.items())) or "nothing due"
-    print(f"claimed {claimed}: {summary}")
+        phases: list[list[Any]] = [workers]
+        if args.publish:
+            from reconciler.cli.outbox_cmds import publishers_for
+
+            phases.append(publishers_for(cmd, settings.outbox.concurrency))
+        try:
+            run_loops(phases, once=args.once)
+        finally:
+            for loop in (loop for phase in phases for loop in phase):
+                loop.close()
+    print(f"claimed {sum(w.stats.claimed for w in workers)}: {summarise(workers)}")
+    if args.publish:
+        print(f"outbox: claimed {sum(p.stats.claimed for p in phases[1])}: {summarise(phases[1])}")
     return EXIT_OK
-
-
-def _run_workers(workers: list[Any], *, once: bool, concurrency: int) -> None:
-    """The worker threads, until the queue is drained (``once``) or a signal stops them."""
-    try:
-        if once:
-            threads = [threading.Thread(target=w.drain) for w in workers]
-        else:
-            stop = threading.Event()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, lambda *_: stop.set())
-            threads = [threading.Thread(target=w.run, args=(stop,)) for w in workers]
-            log.info("%d worker thread(s) started", concurrency)
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        for w in workers:
-            w.close()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -263,7 +254,9 @@ def cmd_prune(args: argparse.Namespace) -> int:
     print(
         f"{verb} rows older than {result.cutoff.isoformat()}: {result.events} processed events, "
         f"{result.attempts} attempts, {result.deliveries} deliveries, {result.rejected} rejected "
-        f"deliveries, {result.snapshots} queue snapshots"
+        f"deliveries, {result.snapshots} queue snapshots, {result.outbox_messages} sent outbox "
+        f"messages with {result.outbox_attempts} attempts, {result.idempotency_keys} expired "
+        "idempotency keys"
     )
     return EXIT_OK
 

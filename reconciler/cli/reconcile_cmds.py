@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.audit import default_actor
-from reconciler.cli.common import Command, open_engine, unknown_source_error
+from reconciler.cli.common import Command, open_engine
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.process import freeze_startup_objects
 from reconciler.states import DiscrepancyKind, DiscrepancyStatus
@@ -58,7 +58,8 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         "--source",
         action="append",
         default=[],
-        help="source name (repeatable; default: every enabled source with an API)",
+        help="source name, or outbox:<target> (repeatable; default: every enabled source with "
+        "an API and every outbox target)",
     )
     p.add_argument(
         "--since", type=_time, help="rescan from this ISO-8601 time instead of the cursor"
@@ -119,30 +120,25 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_backfill)
 
 
-def _sources(settings: Any, names: list[str]) -> list[Any]:
-    from reconciler.reconcile.run import reconcilable_sources
+def _names(cmd: Command, names: list[str]) -> list[str]:
+    """The sources (and ``outbox:<target>`` checks) a run covers: those named (checked against the
+    configuration before the command ran), else every source with an API and every outbox target."""
+    from reconciler.reconcile.sweep import nightly_names
 
-    if not names:
-        return reconcilable_sources(settings)
-    out = []
-    for name in names:
-        source = settings.source(name)
-        if source is None:
-            raise unknown_source_error(settings, name)
-        out.append(source)
-    return out
+    return list(names) if names else nightly_names(cmd.engine, cmd.settings)
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
+    from reconciler.reconcile.run import reconcilable_sources
     from reconciler.reconcile.sweep import reconcile_sources, reconciler_for
 
     cmd = Command(args)
     loaded, settings = cmd.loaded, cmd.settings
-    sources = _sources(settings, args.source)
-    if not sources:
+    if not (args.source or reconcilable_sources(settings) or settings.outbox.targets):
         raise ConfigError(
             "no source to reconcile: give --source or configure a source with an API key"
         )
+    names: list[str] = []
     progress, task_ids = _progress(not args.json and sys.stderr.isatty())
 
     def progress_for(name: str) -> Any:
@@ -155,9 +151,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         freeze_startup_objects()
     try:
         with cmd, reconciler_for(cmd.engine, settings) as reconciler:
+            names = _names(cmd, args.source)
             outcomes = reconcile_sources(
                 reconciler,
-                [source.name for source in sources],
+                names,
                 trigger="cli",
                 full=args.full,
                 since=args.since,
@@ -176,7 +173,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(f"hookledger: error: {outcome.error}", file=sys.stderr)
         else:
             summaries.append(outcome.summary.to_json())
-    impact = _impact(loaded, [s.name for s in sources])
+    impact = _impact(loaded, names)
     if args.json:
         print(json.dumps({"runs": summaries, "money_impact": impact}, indent=2, default=str))
     else:

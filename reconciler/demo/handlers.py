@@ -15,6 +15,9 @@ both are listed in the demo's ``faults.json`` (the ground truth):
 - Shopify events listed under ``ambiguous`` write their order and then get no answer from the
   (pretend) fulfilment call: an ambiguous failure, and the retry's ``verify`` finds the order written,
   so the event is processed without running the handler again.
+
+Each paid invoice's receipt goes through the outbox (``event.outbox.add("mailer", ...)``) to the
+demo's stand-in mailer (``reconciler.demo.mailer``): exactly one per invoice, retries and all.
 """
 
 from __future__ import annotations
@@ -102,7 +105,20 @@ def stripe_event(event: Event, conn: Connection) -> None:
                     correlation_id=event.correlation_id,
                 )
             )
+        # The receipt, done right: written with the transaction that marks the event processed
+        # (a failure below rolls it back; a replay writes the same key), sent by the publisher.
+        event.outbox.add("mailer", receipt(obj))
     _planted(event)
+
+
+def receipt(invoice: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "invoice": invoice["id"],
+        "amount_paid": invoice["amount_paid"],
+        "currency": invoice["currency"],
+        "customer": invoice.get("customer"),
+        "number": invoice.get("number"),
+    }
 
 
 def shopify_order(event: Event, conn: Connection) -> None:

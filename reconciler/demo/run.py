@@ -7,13 +7,15 @@
 3. a day of Stripe, GitHub and Shopify traffic, signed, through the real receiver, with drops,
    duplicates, reordering and delays; handler failures (transient that recover, permanent that
    dead-letter, one non-idempotent path that credits twice); business rows changed behind the tool's
-   back;
-4. a reconciliation of every source, compared with the ground truth (``truth.json``);
+   back; a receipt per paid invoice through the outbox to a stand-in mailer that fails now and then;
+4. a reconciliation of every source, compared with the ground truth (``truth.json``), and the
+   mailer's receipts: exactly one per paid invoice, by key;
 5. the dashboard, until Ctrl-C (``--no-dashboard`` stops after the summary).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -51,6 +53,7 @@ from connectors.sandbox.world import World, build_world
 from reconciler.config import Settings, load_config
 from reconciler.demo import handlers, truth
 from reconciler.demo.business import invoices, metadata, orders
+from reconciler.demo.mailer import Mailer
 from reconciler.demo.workspace import DEMO_ENV, prepare_workspace
 from reconciler.errors import HookledgerError
 from reconciler.inbox.receiver import create_app
@@ -58,11 +61,19 @@ from reconciler.inbox.worker import Worker
 from reconciler.ops.drill import drill_handlers
 from reconciler.ops.overview import UNPROCESSED
 from reconciler.ops.rollup import roll_up
+from reconciler.outbox.publisher import publishers
 from reconciler.reconcile.run import Reconciler
+from reconciler.reconcile.sweep import nightly_names, reconcile_one
 from reconciler.schedule import snapshot
 from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import upgrade
-from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS, DiscrepancyStatus
+from reconciler.storage.models import (
+    DISCREPANCIES,
+    INBOX_EVENTS,
+    OUTBOX,
+    DiscrepancyStatus,
+    OutboxStatus,
+)
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -89,6 +100,7 @@ class DemoResult:
     expected: dict[str, dict[str, int]]
     found: dict[str, dict[str, int]]
     differences: list[str]
+    receipts: frozenset[str] = frozenset()  # the keys the mailer must have: one per paid invoice
 
 
 def _bind() -> socket.socket:
@@ -154,6 +166,34 @@ def _wait_drained(engine: Engine, timeout: float = 300.0) -> None:
         if time.monotonic() > deadline:
             raise HookledgerError(f"the worker did not drain the inbox ({waiting} events waiting)")
         time.sleep(0.2)
+
+
+def _wait_sent(engine: Engine, timeout: float = 120.0) -> None:
+    """Until the publisher has sent every outbox message (the mailer's failures are retried)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with engine.connect() as conn:
+            waiting = conn.execute(
+                select(func.count()).select_from(OUTBOX).where(OUTBOX.c.status != OutboxStatus.SENT)
+            ).scalar_one()
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise HookledgerError(
+                f"the publisher did not send the outbox ({waiting} messages left)"
+            )
+        time.sleep(0.2)
+
+
+def _receipts(console: Console, mailer: Mailer, expected: set[str]) -> list[str]:
+    """One receipt per paid invoice at the stand-in mailer, by key: lines that differ."""
+    lines = mailer.check(expected)
+    console.print(
+        f"outbox: {len(expected)} paid invoices, {len(mailer.receipts)} receipts at the mailer, "
+        f"one per key ({mailer.retried} keys sent more than once after a 503 or a late answer, "
+        "mailed once)"
+    )
+    return lines
 
 
 def _redeliver_changed(
@@ -235,11 +275,14 @@ def _summary(
 ) -> None:
     table = RichTable(title="Open discrepancies after the reconciliation (found / ground truth)")
     table.add_column("source")
-    for kind in truth.KINDS:
+    # the outbox's kinds only when there are any: the demo's mailer gets every receipt through
+    seen = {k for counts in (*expected.values(), *found.values()) for k, n in counts.items() if n}
+    kinds = [k for k in truth.KINDS if not k.startswith("outbox_") or k in seen]
+    for kind in kinds:
         table.add_column(kind, justify="right")
     for source in sorted(set(expected) | set(found)):
         cells = []
-        for kind in truth.KINDS:
+        for kind in kinds:
             f, e = found.get(source, {}).get(kind, 0), expected.get(source, {}).get(kind, 0)
             cells.append(f"{f}" if f == e else f"[red]{f} / {e}[/red]")
         table.add_row(source, *cells)
@@ -251,6 +294,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
     # the planted handler failures are the point of the demo: the dashboard shows them, the console
     # would only scroll them past the progress bar
     logging.getLogger("reconciler.inbox.worker").setLevel(logging.ERROR)
+    logging.getLogger("reconciler.outbox.publisher").setLevel(logging.ERROR)
     directory = opts.directory.resolve()
     os.environ.update(DEMO_ENV)
     os.environ["HOOKLEDGER_DEMO_DIR"] = directory.as_posix()
@@ -265,11 +309,13 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                 f"port {dashboard_port} on 127.0.0.1 is in use (another dashboard?): "
                 "choose another with --port, or use --no-dashboard"
             ) from None
-    sandbox_sock, receiver_sock = _bind(), _bind()
+    sandbox_sock, receiver_sock, mailer_sock = _bind(), _bind(), _bind()
     sandbox_url = f"http://127.0.0.1:{sandbox_sock.getsockname()[1]}"
+    mailer_url = f"http://127.0.0.1:{mailer_sock.getsockname()[1]}"
     config_path = prepare_workspace(
-        directory, sandbox_url, receiver_sock.getsockname()[1], dashboard_port
+        directory, sandbox_url, receiver_sock.getsockname()[1], dashboard_port, mailer_url
     )
+    mailer = Mailer(DEMO_ENV["HOOKLEDGER_DEMO_MAILER_SECRET"], seed=opts.seed)
     settings = load_config(config_path).settings
 
     n = max(30, opts.events)
@@ -303,6 +349,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
     upgrade(engine)
     metadata.create_all(business)
     worker = Worker(engine, settings, handlers.registry())
+    senders = publishers(engine, settings, settings.outbox.concurrency)
 
     def snapshots(stop: threading.Event) -> None:
         while not stop.wait(1.0):
@@ -312,12 +359,14 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                 log.exception("queue snapshot failed")
 
     try:
-        with (
-            _serving(Sandbox(world).app, sandbox_sock),
-            _serving(create_app(settings, engine), receiver_sock),
-            _background(worker.run),
-            _background(snapshots),
-        ):
+        with contextlib.ExitStack() as running:
+            running.enter_context(_serving(Sandbox(world).app, sandbox_sock))
+            running.enter_context(_serving(mailer.app, mailer_sock))
+            running.enter_context(_serving(create_app(settings, engine), receiver_sock))
+            running.enter_context(_background(worker.run))
+            for sender in senders:
+                running.enter_context(_background(sender.run))
+            running.enter_context(_background(snapshots))
             console.print(
                 f"[bold]hookledger demo[/bold] in {directory} (seed {opts.seed}): sandbox provider on "
                 f"{sandbox_url}, receiver on {settings.receiver.host}:{settings.receiver.port}"
@@ -352,6 +401,8 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             if bad:
                 raise HookledgerError(f"the receiver refused demo deliveries: {bad}")
             _wait_drained(engine)
+            _wait_sent(engine)
+            receipts = truth.expected_receipts(world, reports)
             tampering = truth.choose_tampering(world, reports, faults, opts.seed)
             _tamper(business, tampering)
             expected = truth.expected_counts(world, reports, faults, tampering, conflict)
@@ -359,7 +410,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             (directory / "truth.json").write_text(
                 json.dumps(
                     truth.ground_truth(
-                        reports, faults, tampering, expected, conflict, drill_expected
+                        reports, faults, tampering, expected, conflict, drill_expected, receipts
                     ),
                     indent=2,
                 )
@@ -367,9 +418,9 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             reader = make_engine(f"sqlite:///{directory / 'business.db'}", readonly=True)
             try:
                 reconciler = Reconciler(engine, settings, business_engine=reader)
-                for source in settings.sources:
-                    with console.status(f"reconciling {source.name}"):
-                        reconciler.run(source.name, trigger="cli")
+                for name in nightly_names(engine, settings):  # the sources, then the outbox
+                    with console.status(f"reconciling {name}"):
+                        reconcile_one(reconciler, name, trigger="cli")
             finally:
                 reader.dispose()
             snapshot(engine, settings)
@@ -377,6 +428,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             found = found_counts(engine)
             _summary(console, expected, found)
             differences = truth.compare(expected, found)
+            differences += _receipts(console, mailer, receipts)
             differences += _drill(console, engine, settings, drill_expected)
             if differences:
                 console.print("[red]The reconciliation differs from the ground truth:[/red]")
@@ -391,9 +443,11 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                 _dashboard_until_interrupted(console, config_path, dashboard_port)
     finally:
         worker.close()
+        for sender in senders:
+            sender.close()
         engine.dispose()
         business.dispose()
-    return DemoResult(directory, config_path, expected, found, differences)
+    return DemoResult(directory, config_path, expected, found, differences, frozenset(receipts))
 
 
 def _dashboard_until_interrupted(console: Console, config_path: Path, port: int) -> None:

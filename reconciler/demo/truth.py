@@ -12,6 +12,7 @@ from typing import Any
 from connectors.sandbox.sender import Report
 from connectors.sandbox.world import World
 from reconciler.demo.handlers import STEP
+from reconciler.outbox.writer import event_key
 from reconciler.states import DiscrepancyKind
 
 KINDS = tuple(kind.value for kind in DiscrepancyKind)
@@ -209,6 +210,20 @@ def expected_drill(world: World, reports: Mapping[str, Report]) -> dict[str, int
     return {"duplicate": len(paid)} if paid else {}
 
 
+def expected_receipts(world: World, reports: Mapping[str, Report]) -> set[str]:
+    """The keys of the receipts the mailer must have, one per paid invoice whose invoice.paid
+    event was received (a dropped one never ran its handler; duplicates and retries send nothing
+    twice); ``invoice.paid`` is never among the permanent faults."""
+    if "stripe" not in reports:
+        return set()
+    received = set(_received(reports["stripe"]))
+    return {
+        event_key("stripe", e["id"], "mailer")
+        for e in world.stripe_events
+        if e["type"] == "invoice.paid" and e["id"] in received
+    }
+
+
 def ground_truth(
     reports: Mapping[str, Report],
     faults: HandlerFaults,
@@ -216,8 +231,10 @@ def ground_truth(
     expected: Mapping[str, Mapping[str, int]],
     conflict: str | None = None,
     drill: Mapping[str, int] | None = None,
+    receipts: set[str] | None = None,
 ) -> dict[str, Any]:
     return {
+        "expected_receipts": sorted(receipts or ()),
         "drill_differences": dict(drill or {}),
         "deliveries": {s: r.to_json() for s, r in reports.items()},
         "handler_faults": asdict(faults),

@@ -1,5 +1,5 @@
 """The demo's workspace: its configuration (SQLite, the sandbox, one source per provider with the
-business checks) and the environment file with its credentials."""
+business checks, the outbox's stand-in mailer) and the environment file with its credentials."""
 
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ DEMO_ENV = {
     "HOOKLEDGER_DEMO_STRIPE_KEY": "sk_test_sandbox",
     "HOOKLEDGER_DEMO_GITHUB_TOKEN": "ghp_sandbox",
     "HOOKLEDGER_DEMO_SHOPIFY_TOKEN": "shpat_sandbox",
+    # the outbox signs the receipts it sends to the demo's stand-in mailer (Standard Webhooks)
+    "HOOKLEDGER_DEMO_MAILER_SECRET": "whsec_aG9va2xlZGdlci1kZW1vLW1haWxlci1zZWNyZXQtMzI=",
 }
 
 CONFIG = """\
 # hookledger demo workspace, written by `hookledger demo`. Every command works on it:
 #   set -a; . {dir}/demo.env; set +a
 #   hookledger dashboard --config {dir}/config.toml
-# (reconcile, backfill and `worker` need the demo running: the sandbox provider lives in it)
+# (reconcile, backfill, `worker` and `publish` need the demo running: the sandbox provider and the
+# stand-in mailer live in it)
 
 [database]
 url = "sqlite:///{dir}/hookledger.db"
@@ -35,6 +38,19 @@ max_attempts = 3
 backoff_base_seconds = 0.2
 backoff_max_seconds = 1.0
 poll_interval_seconds = 0.2
+
+[outbox]
+backoff_base_seconds = 0.2
+backoff_max_seconds = 1.0
+poll_interval_seconds = 0.2
+lease_seconds = 10.0
+
+[[outbox.targets]]
+name = "mailer"
+url = "{mailer}/receipts"
+timeout_seconds = 1.0
+max_attempts = 6
+signing_secret_env = "HOOKLEDGER_DEMO_MAILER_SECRET"
 
 [reconcile]
 grace_seconds = 300
@@ -101,7 +117,7 @@ fields = {{ financial_status = "financial_status" }}
 
 
 def prepare_workspace(
-    directory: Path, sandbox_url: str, receiver_port: int, dashboard_port: int
+    directory: Path, sandbox_url: str, receiver_port: int, dashboard_port: int, mailer_url: str
 ) -> Path:
     """A fresh workspace (the previous demo's databases are replaced)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -113,6 +129,7 @@ def prepare_workspace(
         CONFIG.format(
             dir=directory.as_posix(),
             sandbox=sandbox_url,
+            mailer=mailer_url,
             receiver_port=receiver_port,
             dashboard_port=dashboard_port,
         )

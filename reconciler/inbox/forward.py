@@ -1,4 +1,5 @@
-"""Forward an event to the application: POST the original body, classify the answer.
+"""Forward an event to the application: POST the original body, classify the answer
+(``reconciler.outgoing``: the same rules as the outbox's publisher).
 
 ``Idempotency-Key: <source>:<event_id>`` lets the receiving app deduplicate retries and replays.
 Redirects are not followed (a 3xx is a misconfiguration, treated as permanent).
@@ -10,7 +11,7 @@ import httpx
 
 from reconciler.errors import AmbiguousError, PermanentError, TransientError
 from reconciler.inbox.handlers import Event
-from reconciler.inbox.retry import classify_status, parse_retry_after
+from reconciler.outgoing import post
 from reconciler.storage.models import ErrorClass
 
 USER_AGENT = "hookledger-worker"
@@ -43,25 +44,13 @@ def forward_headers(event: Event) -> dict[str, str]:
 
 def forward_event(client: httpx.Client, url: str, event: Event) -> int:
     """POST the event; return the 2xx status or raise Transient/Ambiguous/PermanentError."""
-    try:
-        response = client.post(url, content=event.body, headers=forward_headers(event))
-    except (httpx.ReadTimeout, httpx.ReadError, httpx.RemoteProtocolError) as exc:
-        # the request went out and no answer came: the app may have applied it; the retry sends
-        # the same Idempotency-Key
-        raise AmbiguousError(
-            f"forward to {url}: sent, no answer ({exc.__class__.__name__})"
-        ) from exc
-    except httpx.TimeoutException as exc:  # connect, write or pool: not (wholly) sent
-        raise TransientError(f"forward to {url} timed out ({exc.__class__.__name__})") from exc
-    except httpx.TransportError as exc:
-        raise TransientError(f"forward to {url} failed: {exc.__class__.__name__}: {exc}") from exc
-    verdict = classify_status(response.status_code)
-    if verdict is None:
-        return response.status_code
-    snippet = response.text[:200].replace("\n", " ")
-    message = f"forward to {url} answered HTTP {response.status_code}: {snippet}"
-    if verdict is ErrorClass.TRANSIENT:
-        raise TransientError(
-            message, retry_after=parse_retry_after(response.headers.get("retry-after"))
-        )
+    answer = post(client, url, event.body, forward_headers(event))
+    if answer.ok and answer.status_code is not None:
+        return answer.status_code
+    message = f"forward to {answer.message}"
+    if answer.error_class is ErrorClass.AMBIGUOUS:
+        # the app may have applied it; the retry sends the same Idempotency-Key
+        raise AmbiguousError(message)
+    if answer.error_class is ErrorClass.TRANSIENT:
+        raise TransientError(message, retry_after=answer.retry_after)
     raise PermanentError(message)

@@ -14,6 +14,10 @@ decorator in a module listed in ``[worker] handlers``::
     @handler("payments", "invoice.paid", verify=charged)  # a source's name, an event type
     def invoice_paid(event, conn):
         ...
+        event.outbox.add("crm", {"invoice": ...})  # sent after this transaction commits
+
+A call to another system goes through ``event.outbox`` (``reconciler.outbox``): written with the
+transaction that marks the event processed, sent by the publisher with its Idempotency-Key.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table
 
 from reconciler.errors import ConfigError
+from reconciler.outbox.writer import Outbox
 from reconciler.storage.dialect import insert_for
 
 
@@ -74,12 +79,29 @@ class Event:
     error_class: str | None = None  # the previous attempt's failure class, if it failed
     # the business database (set by the worker and the drill)
     business_db: Business | None = field(default=None, compare=False, repr=False)
+    # outgoing messages written with the handler's transaction (set by the worker and the drill)
+    outbox_writer: Outbox | None = field(default=None, compare=False, repr=False)
 
     @property
     def business(self) -> Business:
         if self.business_db is None:
             raise ConfigError("this event was not handed a business database (worker or drill)")
         return self.business_db
+
+    @property
+    def outbox(self) -> Outbox:
+        """``event.outbox.add(target, payload, key=None, headers=None)``: an outgoing message
+        committed with this handler's transaction (``reconciler.outbox.writer``)."""
+        if self.outbox_writer is None:
+            raise ConfigError("this event was not handed an outbox (worker or drill)")
+        return self.outbox_writer
+
+    @property
+    def object_key(self) -> str | None:
+        """The event's object as one key (``source:type:id``): what orders its outgoing messages."""
+        if not self.object_id:
+            return None
+        return f"{self.source}:{self.object_type or ''}:{self.object_id}"
 
     @cached_property
     def payload(self) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 from prometheus_client import CollectorRegistry, Counter
@@ -12,10 +12,13 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from reconciler.storage.models import INBOX_EVENTS, EventStatus
+from reconciler.states import OUTBOX_UNSENT
+from reconciler.storage.models import INBOX_EVENTS, EventStatus, OutboxStatus
 from reconciler.storage.queries import (
     failures_by_class,
     open_discrepancies,
+    outbox_by_target,
+    outbox_failures,
     waiting_for_a_person,
 )
 from reconciler.storage.types import utcnow
@@ -133,8 +136,65 @@ class InboxCollector(Collector):
         yield from (up, events, pending, age, discrepancies, failed, waiting)
 
 
+class OutboxCollector(Collector):
+    """The outgoing side at scrape time, per target (configured targets report 0, never vanish)."""
+
+    def __init__(self, engine: Engine, targets: Sequence[str] = ()) -> None:
+        self._engine = engine
+        self._targets = tuple(targets)
+
+    @staticmethod
+    def _families() -> tuple[GaugeMetricFamily, ...]:
+        return (
+            GaugeMetricFamily(
+                "hookledger_outbox_messages",
+                "Outbox messages by target and status (pending, sending, sent, failed, dead)",
+                labels=["target", "status"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_outbox_pending",
+                "Outbox messages not sent yet (pending, sending or awaiting a retry)",
+                labels=["target"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_outbox_oldest_pending_age_seconds",
+                "Age of the oldest outbox message not sent yet (0 when there is none)",
+                labels=["target"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_outbox_failed_attempts_last_hour",
+                "Publisher attempts that failed in the last hour, by target and error class",
+                labels=["target", "error_class"],
+            ),
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        yield from self._families()
+
+    def collect(self) -> Iterator[Metric]:
+        messages, pending, age, failed = self._families()
+        now = utcnow()
+        try:
+            with self._engine.connect() as conn:
+                by_target = outbox_by_target(conn)
+                failures = outbox_failures(conn, now - FAILURE_WINDOW, now)
+        except SQLAlchemyError as exc:
+            log.warning("metrics: outbox query failed: %s", exc.__class__.__name__)
+            return  # hookledger_database_up says why
+        for target in sorted(set(self._targets) | set(by_target)):
+            counts, oldest = by_target.get(target, ({}, None))
+            for status in OutboxStatus:
+                messages.add_metric([target, status.value], counts.get(status.value, 0))
+            pending.add_metric([target], sum(counts.get(s.value, 0) for s in OUTBOX_UNSENT))
+            age.add_metric([target], (now - oldest).total_seconds() if oldest else 0.0)
+        for target, classes in failures.items():
+            for error_class, count in classes.items():
+                failed.add_metric([target, error_class], count)
+        yield from (messages, pending, age, failed)
+
+
 class ReceiverMetrics:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, targets: Sequence[str] = ()) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.deliveries = Counter(
             "hookledger_deliveries",
@@ -149,3 +209,4 @@ class ReceiverMetrics:
             registry=self.registry,
         )
         self.registry.register(InboxCollector(engine))
+        self.registry.register(OutboxCollector(engine, targets))

@@ -27,10 +27,10 @@ from starlette.routing import Route
 
 from connectors.parsing import mask_headers
 from reconciler.config import Settings
+from reconciler.correlation import correlation_id
 from reconciler.errors import ConfigError, RejectedDelivery
 from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.committer import GroupCommitter
-from reconciler.inbox.correlation import correlation_id
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.schemes import SourceVerifier
@@ -88,7 +88,7 @@ def create_app(
     committer = GroupCommitter(
         engine, writers=settings.receiver.writers, max_batch=settings.receiver.batch_max_size
     )
-    metrics = ReceiverMetrics(engine)
+    metrics = ReceiverMetrics(engine, [t.name for t in settings.outbox.targets])
     unknown_limiter = PerClientLimiter(settings.receiver.unknown_source_log_per_minute)
 
     async def _read_body(request: Request) -> bytes:

@@ -5,7 +5,7 @@ Functions take a ``Connection`` in the caller's transaction and return values, n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ from reconciler.storage.models import (
     AUDIT_LOG,
     DELIVERIES,
     INBOX_EVENTS,
+    OUTBOX,
     PROCESSING_ATTEMPTS,
     EventStatus,
 )
@@ -95,6 +96,7 @@ class EventDetail:
     deliveries: list[dict[str, Any]]
     attempts: list[dict[str, Any]]
     audit: list[dict[str, Any]]
+    messages: list[dict[str, Any]] = field(default_factory=list)  # outgoing, its handler wrote
 
 
 def _rows(conn: Connection, stmt: Any) -> list[dict[str, Any]]:
@@ -110,6 +112,7 @@ def event_detail(conn: Connection, *, source: str, event_id: str) -> EventDetail
     d = DELIVERIES
     a = PROCESSING_ATTEMPTS
     log = AUDIT_LOG
+    o = OUTBOX
     return EventDetail(
         event=dict(event._mapping),
         deliveries=_rows(
@@ -144,6 +147,24 @@ def event_detail(conn: Connection, *, source: str, event_id: str) -> EventDetail
             select(log.c.at, log.c.actor, log.c.action, log.c.reason, log.c.detail)
             .where(log.c.source == source, log.c.event_id == event_id)
             .order_by(log.c.at, log.c.id),
+        ),
+        messages=_rows(
+            conn,
+            select(
+                o.c.id,
+                o.c.target,
+                o.c.key,
+                o.c.status,
+                o.c.attempts,
+                o.c.created_at,
+                o.c.sent_at,
+                o.c.last_status_code,
+                o.c.error_class,
+                o.c.last_error,
+            )
+            .where(o.c.source == source, o.c.event_id == event_id)
+            .order_by(o.c.id)
+            .limit(100),
         ),
     )
 

@@ -17,9 +17,11 @@ import time
 import httpx
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
-from connectors.retry import full_jitter, transient_status
+from connectors.retry import full_jitter
 from connectors.retry import parse_retry_after as retry_after_at
 from reconciler.errors import AmbiguousError, PermanentError, TransientError
+from reconciler.outgoing import NO_ANSWER
+from reconciler.outgoing import classify_status as classify_status
 from reconciler.storage.models import ErrorClass
 
 PERMANENT_TYPES: tuple[type[BaseException], ...] = (
@@ -41,12 +43,7 @@ TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
 
 
 # Sent, and no answer read: whether it took effect is unknown.
-AMBIGUOUS_TYPES: tuple[type[BaseException], ...] = (
-    AmbiguousError,
-    httpx.ReadTimeout,
-    httpx.ReadError,
-    httpx.RemoteProtocolError,
-)
+AMBIGUOUS_TYPES: tuple[type[BaseException], ...] = (AmbiguousError, *NO_ANSWER)
 
 
 def classify_exception(exc: BaseException) -> ErrorClass:
@@ -59,13 +56,6 @@ def classify_exception(exc: BaseException) -> ErrorClass:
     # Unknown failures (a bug fixed by the next deploy, a dependency down) are retried, bounded by
     # max_attempts, rather than dead-lettered on the first try.
     return ErrorClass.TRANSIENT
-
-
-def classify_status(status_code: int) -> ErrorClass | None:
-    """None for success (2xx)."""
-    if 200 <= status_code < 300:
-        return None
-    return ErrorClass.TRANSIENT if transient_status(status_code) else ErrorClass.PERMANENT
 
 
 backoff_delay = full_jitter  # seconds after failed attempt ``attempt`` (1-based), full jitter

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 
 import httpx
 from sqlalchemy import Connection, Engine, bindparam, insert, update
@@ -49,6 +50,7 @@ from reconciler.inbox.handlers import (
     verdict_of,
 )
 from reconciler.inbox.retry import backoff_delay, classify_exception
+from reconciler.outbox.writer import Outbox, insert_message
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
 from reconciler.storage.models import (
     INBOX_EVENTS,
@@ -133,6 +135,7 @@ class Worker:
         url = settings.business.url
         self._business_engine = make_engine(url) if url else None
         self._business = Business(self._business_engine or engine)
+        self._targets = frozenset(t.name for t in settings.outbox.targets)
 
     # -- claiming ---------------------------------------------------------------------------------
 
@@ -247,10 +250,24 @@ class Worker:
             self._started[self._then.id] = self._then_attempts
             self._then = None
 
+    def _bound(self, event: Event, conn: Connection) -> Event:
+        """The event with an outbox that writes into ``conn``: the handler's messages commit with
+        the status update, or roll back with it."""
+        outbox = Outbox(
+            partial(insert_message, conn),
+            source=event.source,
+            event_id=event.event_id,
+            correlation_id=event.correlation_id,
+            object_key=event.object_key,
+            targets=self._targets,
+            max_payload_bytes=self.settings.outbox.max_payload_bytes,
+        )
+        return replace(event, outbox_writer=outbox)
+
     def _apply(self, fn: Handler, event: Event, started: datetime) -> None:
         try:
             with self._transaction(self._handler_engine) as conn:
-                fn(event, conn)
+                fn(self._bound(event, conn), conn)
                 self._finish(conn, event, EventStatus.PROCESSED, started)
         except OperationalError as exc:
             if not _sqlite_busy(exc):
@@ -258,7 +275,7 @@ class Worker:
             # A deferred SQLite transaction that read first cannot take the write lock once
             # another writer committed: run the handler again holding the lock from the start.
             with self._transaction() as conn:
-                fn(event, conn)
+                fn(self._bound(event, conn), conn)
                 self._finish(conn, event, EventStatus.PROCESSED, started)
 
     def _verify_then_apply(
@@ -270,7 +287,7 @@ class Worker:
         previous = event.attempt - 1
         try:
             with self._transaction(self._handler_engine) as conn:
-                verdict = verdict_of(verify(event, conn))
+                verdict = verdict_of(verify(self._bound(event, conn), conn))
                 if verdict is Verdict.DONE:
                     note = f"verify: attempt {previous} took effect; the handler was not run again"
                     self._finish(conn, event, EventStatus.PROCESSED, started, error=note)

@@ -35,7 +35,8 @@ from reconciler.errors import ActionRefusedError, ConfigError
 from reconciler.inbox.claims import event_of
 from reconciler.inbox.handlers import Business, Event, HandlerRegistry, Verdict, verdict_of
 from reconciler.inbox.retry import classify_exception
-from reconciler.ops.drill_compare import Difference, TableSpec, compare_states
+from reconciler.ops.drill_compare import Difference, TableSpec, compare_messages, compare_states
+from reconciler.outbox.writer import Message, Outbox
 from reconciler.sources import provider
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
 from reconciler.storage.models import INBOX_EVENTS, ErrorClass
@@ -159,21 +160,65 @@ def copy_schema(source: Engine, target: Engine, tables: Sequence[str] | None = N
     meta.create_all(target)
 
 
+class RecordedOutbox:
+    """The drill's outbox: the messages handlers would send, by target and key, kept when the
+    handler's transaction commits (as in production, one per key); nothing is written or sent."""
+
+    def __init__(self) -> None:
+        self.messages: dict[tuple[str, str], bytes] = {}
+        self._pending: dict[tuple[str, str], bytes] = {}
+
+    def write(self, msg: Message) -> bool:
+        key = (msg.target, msg.key)
+        if key in self.messages or key in self._pending:
+            return False
+        self._pending[key] = msg.payload
+        return True
+
+    def commit(self) -> None:
+        self.messages.update(self._pending)
+        self._pending.clear()
+
+    def rollback(self) -> None:
+        self._pending.clear()
+
+
 class _Applier:
     """Applies one event as a worker would, attempts included, without the inbox. ``event.business``
     is the scratch business database; ``conn`` (the worker's inbox transaction) is a transaction on
     ``conn_engine``: a scratch database of its own when ``[business] url`` is set (a handler that
     writes there writes nothing compared), else the scratch business one, as in production where
-    the business tables are the inbox's."""
+    the business tables are the inbox's. ``event.outbox`` records (:class:`RecordedOutbox`)."""
 
     def __init__(
-        self, registry: HandlerRegistry, business: Engine, conn_engine: Engine, max_attempts: int
+        self, registry: HandlerRegistry, business: Engine, conn_engine: Engine, settings: Settings
     ) -> None:
         self.registry = registry
         self.business = Business(business)
         # as the worker's: the write lock is taken at the first write, not at BEGIN
         self.engine = conn_engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
-        self.max_attempts = max_attempts
+        self.max_attempts = settings.worker.max_attempts
+        self.targets = frozenset(t.name for t in settings.outbox.targets)
+        self.max_payload = settings.outbox.max_payload_bytes
+        self.outbox = RecordedOutbox()
+
+    def _prepared(self, event: Event, attempt: int) -> Event:
+        outbox = Outbox(
+            self.outbox.write,
+            source=event.source,
+            event_id=event.event_id,
+            correlation_id=event.correlation_id,
+            object_key=event.object_key,
+            targets=self.targets,
+            max_payload_bytes=self.max_payload,
+        )
+        return replace(
+            event,
+            attempt=attempt,
+            business_db=self.business,
+            outbox_writer=outbox,
+            error_class=None,
+        )
 
     def apply(self, event: Event) -> bool:
         fn = self.registry.find(event.source, event.event_type)
@@ -182,19 +227,23 @@ class _Applier:
         verify = self.registry.verifier(event.source, event.event_type)
         previous: ErrorClass | None = None
         for attempt in range(1, self.max_attempts + 1):
-            current = replace(event, attempt=attempt, business_db=self.business, error_class=None)
+            current = self._prepared(event, attempt)
             try:
                 with self.engine.begin() as conn:
                     if previous is ErrorClass.AMBIGUOUS and verify is not None:
                         verdict = verdict_of(verify(current, conn))
-                        if verdict is Verdict.DONE:
-                            return True
                         if verdict is Verdict.UNKNOWN:
+                            self.outbox.rollback()
                             previous = ErrorClass.AMBIGUOUS
                             continue
+                        if verdict is Verdict.DONE:
+                            self.outbox.commit()
+                            return True
                     fn(current, conn)
+                self.outbox.commit()
                 return True
             except Exception as exc:
+                self.outbox.rollback()
                 previous = classify_exception(exc)
                 if previous is ErrorClass.PERMANENT:
                     return False
@@ -234,7 +283,6 @@ def drill_handlers(
         make_engine(settings.business.url, readonly=True) if settings.business.url else inbox
     )
     names = None if settings.business.url else [t.name for t in tables]
-    attempts = settings.worker.max_attempts
     total = len(order) + len(ids)
     with (
         tempfile.TemporaryDirectory(prefix="hookledger-drill-") as tmp,
@@ -250,8 +298,10 @@ def drill_handlers(
                 production.dispose()
         done = 0
         separate = settings.business.url is not None
+        outboxes: list[RecordedOutbox] = []
         for engine, sequence in ((reference, ids), (drilled, order)):
-            applier = _Applier(registry, engine, scratch_inbox if separate else engine, attempts)
+            applier = _Applier(registry, engine, scratch_inbox if separate else engine, settings)
+            outboxes.append(applier.outbox)
             for start in range(0, len(sequence), BATCH):
                 chunk = sequence[start : start + BATCH]
                 events = _events(inbox, sorted(set(chunk)))
@@ -264,6 +314,7 @@ def drill_handlers(
                     progress(done, total)
         with reference.connect() as ref, drilled.connect() as dr:
             result.differences = compare_states(ref, dr, tables)
+        result.differences += compare_messages(outboxes[0].messages, outboxes[1].messages)
     return result
 
 

@@ -11,7 +11,7 @@ with the table, key, field and both values. Keys are read in sorted batches: mem
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -141,3 +141,28 @@ def compare_states(
             for k in batch:
                 out += compare_key(spec.name, k, expected.get(k, []), actual.get(k, []), ignore)
     return out
+
+
+def compare_messages(
+    expected: Mapping[tuple[str, str], bytes], actual: Mapping[tuple[str, str], bytes]
+) -> list[Difference]:
+    """The outgoing messages (target, key) -> payload that the reference and the drilled run wrote:
+    a key only one of them has (a handler that makes a new key on every run sends twice), or one
+    key with two payloads."""
+    out = []
+    for target, key in sorted(set(expected) | set(actual)):
+        mine, theirs = expected.get((target, key)), actual.get((target, key))
+        name = f"{target}:{key}"
+        if theirs is None:
+            out.append(Difference("missing", "outbox", name, "", 1, 0))
+        elif mine is None:
+            out.append(Difference("extra", "outbox", name, "", 0, 1))
+        elif mine != theirs:
+            out.append(
+                Difference("diverged", "outbox", name, "payload", _text(mine), _text(theirs))
+            )
+    return out
+
+
+def _text(payload: bytes) -> str:
+    return payload.decode("utf-8", errors="replace")[:500]

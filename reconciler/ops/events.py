@@ -99,6 +99,36 @@ def timeline(detail: EventDetail) -> list[TimelineEntry]:
                 a.get("error") or "",
             )
         )
+    for m in detail.messages:
+        out.append(
+            TimelineEntry(
+                m["created_at"],
+                "outgoing",
+                f"outbox message #{m['id']} to {m['target']} written",
+                f"key {m['key']}",
+            )
+        )
+        code = f" HTTP {m['last_status_code']}" if m.get("last_status_code") else ""
+        if m.get("sent_at"):
+            out.append(
+                TimelineEntry(
+                    m["sent_at"],
+                    "outgoing",
+                    f"outbox message #{m['id']} sent to {m['target']}{code} "
+                    f"(attempt {m['attempts']})",
+                    f"key {m['key']}",
+                )
+            )
+        elif str(m["status"]) != "pending":
+            out.append(
+                TimelineEntry(
+                    None,
+                    "outgoing",
+                    f"outbox message #{m['id']} to {m['target']}: {m['status']}{code} after "
+                    f"{m['attempts']} attempts",
+                    m.get("last_error") or "",
+                )
+            )
     for entry in detail.audit:
         reason = f": {entry['reason']}" if entry.get("reason") else ""
         out.append(

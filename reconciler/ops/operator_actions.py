@@ -20,7 +20,7 @@ from reconciler.inbox.replay import replay_event
 from reconciler.ops.dead_letters import replay_many
 from reconciler.reconcile import repair
 from reconciler.reconcile.run import RunSummary
-from reconciler.reconcile.sweep import reconciler_for
+from reconciler.reconcile.sweep import reconcile_one, reconciler_for
 from reconciler.sources import build_connector
 from reconciler.storage.models import DiscrepancyStatus
 
@@ -110,7 +110,7 @@ def reconcile_now(
     """One reconciliation of one source (trigger ``dashboard``), audited with who asked for it."""
     try:
         with reconciler_for(engine, settings) as reconciler:
-            summary = reconciler.run(source_name, trigger="dashboard", progress=progress)
+            summary = reconcile_one(reconciler, source_name, trigger="dashboard", progress=progress)
     except HookledgerError as exc:  # a failed run was asked for too: audited with its reason
         _audit_reconcile(
             engine, actor, source_name, None, {"status": "failed", "error": str(exc)[:2000]}

@@ -82,7 +82,7 @@ class RunPoint:
     counts: dict[str, int]
 
 
-def _raw_counts(
+def raw_counts(
     conn: Connection,
     table: Any,
     time_col: Any,
@@ -92,15 +92,20 @@ def _raw_counts(
     end: datetime,
     width: int,
     sources: Sequence[str],
+    *,
+    group: Any = None,
 ) -> list[tuple[int, str, str, int]]:
+    """Rows per bucket, ``group`` (default: the table's source) and ``key_col`` in ``[start, end)``,
+    read through ``index``; ``sources`` narrows the group's values."""
+    by = table.c.source if group is None else group
     bucket = bucket_expr(time_col, width, conn.dialect).label("bucket")
     stmt = (
-        select(bucket, table.c.source, key_col, func.count())
+        select(bucket, by, key_col, func.count())
         .where(time_col >= start, time_col < end)
-        .group_by(bucket, table.c.source, key_col)
+        .group_by(bucket, by, key_col)
     )
     if sources:
-        stmt = stmt.where(table.c.source.in_(sources))
+        stmt = stmt.where(by.in_(sources))
     stmt = pin_index(stmt, table, index, conn.dialect)
     return [(int(b), str(s), str(k), int(n)) for b, s, k, n in conn.execute(stmt)]
 
@@ -136,7 +141,7 @@ def _bucketed(
     if split.rolled:
         parts += _rolled_counts(conn, kind, *split.rolled, width, sources)
     for start, end in split.raw:
-        parts += _raw_counts(conn, table, time_col, key_col, index, start, end, width, sources)
+        parts += raw_counts(conn, table, time_col, key_col, index, start, end, width, sources)
     total: dict[tuple[int, str, str], int] = {}
     for b, s, k, n in parts:
         total[(b, s, k)] = total.get((b, s, k), 0) + n

@@ -11,6 +11,11 @@ Only events that ended (``processed`` or ``ignored``) are deleted, with their pr
 and their deliveries; pending, failed and dead events and everything about them stay. Rejected
 deliveries (no event) and queue snapshots older than the cutoff go too. The hourly rollups are
 brought up to date first, so the dashboard's history keeps the counts. Each batch is one transaction.
+
+The outgoing side likewise: outbox messages sent before the cutoff, with their attempts (unsent and
+dead ones stay), outbox snapshots, and idempotency keys past their own retention (``expires_at``).
+A message's row is what makes a replayed event's message the same message: an event replayed after
+its message was pruned sends it again, with the same key.
 """
 
 from __future__ import annotations
@@ -18,22 +23,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, Engine, delete, exists, func, select, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Select,
+    delete,
+    exists,
+    func,
+    select,
+    tuple_,
+)
 
 from reconciler.audit import record_audit
 from reconciler.config import Settings
 from reconciler.errors import ActionRefusedError
+from reconciler.idempotency.store import prune_expired
 from reconciler.ops.rollup import roll_up
 from reconciler.storage.models import (
     DELIVERIES,
     DISCREPANCIES,
     INBOX_EVENTS,
+    OUTBOX,
+    OUTBOX_ATTEMPTS,
+    OUTBOX_SNAPSHOTS,
     PROCESSING_ATTEMPTS,
     QUEUE_SNAPSHOTS,
     DeliveryOutcome,
     DiscrepancyKind,
     DiscrepancyStatus,
     EventStatus,
+    OutboxStatus,
 )
 
 LONGEST_PROVIDER_RETRY = timedelta(days=3)
@@ -50,6 +70,9 @@ class PruneResult:
     deliveries: int = 0
     rejected: int = 0
     snapshots: int = 0
+    outbox_messages: int = 0
+    outbox_attempts: int = 0
+    idempotency_keys: int = 0
     dry_run: bool = False
 
 
@@ -72,8 +95,14 @@ def _ended_before(cutoff: datetime) -> list[ColumnElement[bool]]:
     return [e.c.status.in_(ENDED), e.c.received_at < cutoff, ~waiting]
 
 
-def _count(conn: Connection, cutoff: datetime) -> PruneResult:
+def _sent_before(cutoff: datetime) -> Select[tuple[int]]:
+    o = OUTBOX
+    return select(o.c.id).where(o.c.status == OutboxStatus.SENT, o.c.sent_at < cutoff)
+
+
+def _count(conn: Connection, cutoff: datetime, now: datetime) -> PruneResult:
     e, a, d, q = INBOX_EVENTS, PROCESSING_ATTEMPTS, DELIVERIES, QUEUE_SNAPSHOTS
+    sent = _sent_before(cutoff)
     ended = select(e.c.id).where(*_ended_before(cutoff))
     keys = select(e.c.source, e.c.event_id).where(*_ended_before(cutoff))
     return PruneResult(
@@ -92,7 +121,19 @@ def _count(conn: Connection, cutoff: datetime) -> PruneResult:
         ).scalar_one(),
         snapshots=conn.execute(
             select(func.count()).select_from(q).where(q.c.at < cutoff)
+        ).scalar_one()
+        + conn.execute(
+            select(func.count()).select_from(OUTBOX_SNAPSHOTS).where(OUTBOX_SNAPSHOTS.c.at < cutoff)
         ).scalar_one(),
+        outbox_messages=conn.execute(
+            select(func.count()).select_from(sent.subquery())
+        ).scalar_one(),
+        outbox_attempts=conn.execute(
+            select(func.count())
+            .select_from(OUTBOX_ATTEMPTS)
+            .where(OUTBOX_ATTEMPTS.c.message_id.in_(sent))
+        ).scalar_one(),
+        idempotency_keys=prune_expired(conn, now, dry_run=True),
         dry_run=True,
     )
 
@@ -119,7 +160,7 @@ def prune(
     cutoff = now - keep
     if dry_run:
         with engine.connect() as conn:
-            return _count(conn, cutoff)
+            return _count(conn, cutoff, now)
     roll_up(engine, now)  # the dashboard's hourly counts keep what the raw rows held
     e, a, d, q = INBOX_EVENTS, PROCESSING_ATTEMPTS, DELIVERIES, QUEUE_SNAPSHOTS
     result = PruneResult(cutoff=cutoff)
@@ -140,11 +181,28 @@ def prune(
                 delete(d).where(tuple_(d.c.source, d.c.event_id).in_(keys))
             ).rowcount
             result.events += conn.execute(delete(e).where(e.c.id.in_(ids))).rowcount
+    while True:
+        with engine.begin() as conn:
+            ids = list(
+                conn.execute(_sent_before(cutoff).order_by(OUTBOX.c.id).limit(batch)).scalars()
+            )
+            if not ids:
+                break
+            result.outbox_attempts += conn.execute(
+                delete(OUTBOX_ATTEMPTS).where(OUTBOX_ATTEMPTS.c.message_id.in_(ids))
+            ).rowcount
+            result.outbox_messages += conn.execute(
+                delete(OUTBOX).where(OUTBOX.c.id.in_(ids))
+            ).rowcount
     with engine.begin() as conn:
+        result.idempotency_keys = prune_expired(conn, now)
+        result.snapshots += conn.execute(
+            delete(OUTBOX_SNAPSHOTS).where(OUTBOX_SNAPSHOTS.c.at < cutoff)
+        ).rowcount
         result.rejected = conn.execute(
             delete(d).where(d.c.outcome == DeliveryOutcome.REJECTED, d.c.received_at < cutoff)
         ).rowcount
-        result.snapshots = conn.execute(delete(q).where(q.c.at < cutoff)).rowcount
+        result.snapshots += conn.execute(delete(q).where(q.c.at < cutoff)).rowcount
         record_audit(
             conn,
             actor=actor,
@@ -156,6 +214,9 @@ def prune(
                 "deliveries": result.deliveries,
                 "rejected": result.rejected,
                 "snapshots": result.snapshots,
+                "outbox_messages": result.outbox_messages,
+                "outbox_attempts": result.outbox_attempts,
+                "idempotency_keys": result.idempotency_keys,
             },
         )
     return result

@@ -11,8 +11,8 @@ from sqlalchemy import Connection, Engine, select, update
 from connectors.base import Connector, Record
 from reconciler.audit import record_audit
 from reconciler.config import SourceSettings
+from reconciler.correlation import mint, usable
 from reconciler.errors import ActionRefusedError, NotFoundError
-from reconciler.inbox.correlation import mint, usable
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.sources import provider

@@ -15,7 +15,8 @@ from sqlalchemy import Engine
 
 from reconciler.config import Settings
 from reconciler.errors import HookledgerError
-from reconciler.reconcile.run import ProgressHook, Reconciler, RunSummary
+from reconciler.reconcile.outbox_check import check_outbox, is_outbox, outbox_sources
+from reconciler.reconcile.run import ProgressHook, Reconciler, RunSummary, reconcilable_sources
 from reconciler.storage.engine import make_engine
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,8 @@ def reconcile_sources(
     out = []
     for name in sources:
         try:
-            summary = reconciler.run(
+            summary = reconcile_one(
+                reconciler,
                 name,
                 trigger=trigger,
                 full=full,
@@ -69,3 +71,37 @@ def reconcile_sources(
         else:
             out.append(Outcome(name, summary))
     return out
+
+
+def reconcile_one(
+    reconciler: Reconciler,
+    name: str,
+    *,
+    trigger: str,
+    full: bool = False,
+    since: datetime | None = None,
+    dry_run: bool = False,
+    progress: ProgressHook | None = None,
+) -> RunSummary:
+    """One source's run, or one outbox target's check (``outbox:<target>``)."""
+    if is_outbox(name):
+        return check_outbox(
+            reconciler.engine,
+            reconciler.settings,
+            name,
+            trigger=trigger,
+            owner=reconciler.owner,
+            now=reconciler.clock(),
+            dry_run=dry_run,
+        )
+    return reconciler.run(
+        name, trigger=trigger, full=full, since=since, dry_run=dry_run, progress=progress
+    )
+
+
+def nightly_names(engine: Engine, settings: Settings) -> list[str]:
+    """What a reconciliation of everything covers: every source with an API, then every outbox
+    target."""
+    with engine.connect() as conn:
+        targets = outbox_sources(conn, settings)
+    return [s.name for s in reconcilable_sources(settings)] + targets

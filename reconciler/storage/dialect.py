@@ -10,8 +10,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 def insert_for(conn: Connection, table: Table) -> Any:
     """An ``insert()`` that supports ``on_conflict_do_nothing`` / ``on_conflict_do_update``."""
-    if conn.dialect.name == "postgresql":
+    return dialect_insert(conn.dialect.name, table)
+
+
+def dialect_insert(dialect: str, table: Table) -> Any:
+    """:func:`insert_for` by the dialect's name (for statements built once per dialect)."""
+    if dialect == "postgresql":
         return postgresql.insert(table)
-    if conn.dialect.name == "sqlite":
+    if dialect == "sqlite":
         return sqlite.insert(table)
-    raise NotImplementedError(f"unsupported database dialect {conn.dialect.name!r}")
+    raise NotImplementedError(f"unsupported database dialect {dialect!r}")

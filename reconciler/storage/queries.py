@@ -8,14 +8,19 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, select
 
+from reconciler.states import OUTBOX_UNSENT
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
+    OUTBOX,
+    OUTBOX_ATTEMPTS,
     PROCESSING_ATTEMPTS,
     DiscrepancyStatus,
     EventStatus,
+    OutboxStatus,
 )
 from reconciler.storage.sql import pin_index
+from reconciler.storage.types import as_utc
 
 
 def open_discrepancies(conn: Connection, sources: Sequence[str] = ()) -> dict[str, dict[str, int]]:
@@ -75,4 +80,44 @@ def waiting_for_a_person(
     out: dict[str, dict[str, int]] = {}
     for source, error_class, n in conn.execute(stmt):
         out.setdefault(str(source), {})[str(error_class or "unknown")] = int(n)
+    return out
+
+
+def outbox_by_target(conn: Connection) -> dict[str, tuple[dict[str, int], datetime | None]]:
+    """Per outbox target: messages by status, and when the oldest unsent one was written."""
+    o = OUTBOX
+    stmt = select(o.c.target, o.c.status, func.count(), func.min(o.c.created_at)).group_by(
+        o.c.target, o.c.status
+    )
+    out: dict[str, tuple[dict[str, int], datetime | None]] = {}
+    for target, status, n, oldest in conn.execute(stmt):
+        counts, first = out.get(str(target), ({}, None))
+        counts[str(status)] = int(n)
+        at = as_utc(oldest)
+        if (
+            OutboxStatus(status) in OUTBOX_UNSENT
+            and at is not None
+            and (first is None or at < first)
+        ):
+            first = at
+        out[str(target)] = (counts, first)
+    return out
+
+
+def outbox_failures(conn: Connection, start: datetime, end: datetime) -> dict[str, dict[str, int]]:
+    """Publisher attempts that failed (retry due or dead) in ``[start, end)``, per target and error
+    class."""
+    a = OUTBOX_ATTEMPTS
+    stmt = (
+        select(a.c.target, a.c.error_class, func.count())
+        .where(
+            a.c.finished_at >= start,
+            a.c.finished_at < end,
+            a.c.outcome.in_((OutboxStatus.FAILED, OutboxStatus.DEAD)),
+        )
+        .group_by(a.c.target, a.c.error_class)
+    )
+    out: dict[str, dict[str, int]] = {}
+    for target, error_class, n in conn.execute(stmt):
+        out.setdefault(str(target), {})[str(error_class or "transient")] = int(n)
     return out

@@ -45,3 +45,19 @@ def on_natural_key(stmt: Any) -> Any:
             "resolved_at": case((resolved, literal(None)), else_=d.c.resolved_at),
         },
     )
+
+
+def seen_again(stmt: Any, *refreshed: str) -> Any:
+    """An ``INSERT ... SELECT`` into discrepancies (a set pass: stuck, dead, orphaned, the outbox's)
+    made an upsert by natural key: seen again, a row keeps its first sighting, takes this run as its
+    last, reopens unless ignored, and refreshes its cause and the ``refreshed`` columns."""
+    return stmt.on_conflict_do_update(
+        index_elements=["source", "kind", "record_key", "field"],
+        set_={
+            "last_seen_at": stmt.excluded.last_seen_at,
+            "last_run_id": stmt.excluded.last_run_id,
+            "status": reopened(),
+            "cause": stmt.excluded.cause,
+            **{name: getattr(stmt.excluded, name) for name in refreshed},
+        },
+    )

@@ -8,12 +8,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, insert, select, update
 from streamlit.testing.v1 import AppTest
 
+from reconciler.outbox import add_message
 from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import upgrade
-from reconciler.storage.models import AUDIT_LOG, DISCREPANCIES, INBOX_EVENTS, RECON_RUNS
+from reconciler.storage.models import (
+    AUDIT_LOG,
+    DISCREPANCIES,
+    INBOX_EVENTS,
+    OUTBOX,
+    OUTBOX_ATTEMPTS,
+    RECON_RUNS,
+)
 from tests.dashboard_data import Expected, seed, write_config
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -196,7 +204,7 @@ def test_runs_page_lists_history_and_schedule(dash: Dash) -> None:
     assert any("No source can be reconciled" in i.value for i in at.info)
 
 
-@pytest.mark.parametrize("page", ["discrepancies", "events", "dead_letters"])
+@pytest.mark.parametrize("page", ["discrepancies", "events", "dead_letters", "outbox"])
 def test_a_viewer_cannot_act(viewer: Dash, page: str) -> None:
     at = viewer.app(page)
     if page == "discrepancies":
@@ -392,3 +400,81 @@ def test_a_conflict_shows_both_bodies_masked_and_applies_the_later_one(dash: Das
             select(INBOX_EVENTS.c.body).where(INBOX_EVENTS.c.event_id == "evt_conflict")
         ).scalar_one()
     assert b"refunded" in stored
+
+
+def _outbox(engine: Engine) -> dict[str, int]:
+    """Two messages to crm: one sent (an attempt a minute ago), one dead with a customer's e-mail."""
+    now = datetime.now(UTC)
+    ids = {}
+    with engine.begin() as conn:
+        for key, status, payload in (
+            ("crm-sent", "sent", {"order": 1}),
+            ("crm-dead", "dead", {"order": 2, "email": "jane@example.com"}),
+        ):
+            add_message(conn, "crm", payload, key=key, correlation_id="corr-1")
+            ids[key] = conn.execute(select(OUTBOX.c.id).where(OUTBOX.c.key == key)).scalar_one()
+            conn.execute(
+                update(OUTBOX)
+                .where(OUTBOX.c.key == key)
+                .values(
+                    status=status,
+                    attempts=1,
+                    last_error="crm answered HTTP 400: bad" if status == "dead" else None,
+                )
+            )
+            conn.execute(
+                insert(OUTBOX_ATTEMPTS).values(
+                    message_id=ids[key],
+                    target="crm",
+                    attempt=1,
+                    publisher="p",
+                    started_at=now - timedelta(minutes=1),
+                    finished_at=now - timedelta(minutes=1),
+                    outcome=status,
+                    status_code=202 if status == "sent" else 400,
+                )
+            )
+    return ids
+
+
+def test_the_outbox_page_shows_targets_messages_and_replays_the_dead(dash: Dash) -> None:
+    ids = _outbox(dash.engine)
+    at = dash.app("outbox")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics == {
+        "Pending now": "0",
+        "Oldest pending": "-",
+        "Sent in range": "1",
+        "Failed attempts in range": "0",
+        "Dead now": "1",
+    }
+    assert list(at.dataframe[0].value["key"]) == ["crm-dead", "crm-sent"]
+    at.selectbox(key="ob_pick").set_value(ids["crm-dead"]).run()
+    shown = "\n".join(c.value for c in at.code)
+    assert '"email": "<masked>"' in shown and "jane@example.com" not in shown
+    assert any("crm answered HTTP 400" in e.value for e in at.error)
+    at.multiselect(key="ob_dead_pick").set_value([ids["crm-dead"]])
+    at.text_input(key="ob_reason").input("crm fixed")
+    at.checkbox(key="ob_confirm").check()
+    _button(at, "Replay").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("1 outbox message back to pending" in s.value for s in at.success)
+    with dash.engine.connect() as conn:
+        status = conn.execute(
+            select(OUTBOX.c.status).where(OUTBOX.c.id == ids["crm-dead"])
+        ).scalar_one()
+        audit = conn.execute(
+            select(AUDIT_LOG.c.action, AUDIT_LOG.c.actor, AUDIT_LOG.c.reason)
+        ).all()
+    assert status == "pending" and ("outbox.replay", "tester", "crm fixed") in [
+        tuple(a) for a in audit
+    ]
+
+
+def test_the_events_page_follows_a_correlation_id_to_outgoing_messages(dash: Dash) -> None:
+    _outbox(dash.engine)
+    at = dash.app("events")
+    at.text_input(key="e_query").input("corr-1").run()
+    assert not at.exception
+    assert any("Outgoing messages" in m.value and "corr-1" in m.value for m in at.markdown)
+    assert sorted(at.dataframe[0].value["key"]) == ["crm-dead", "crm-sent"]

@@ -226,6 +226,16 @@ def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> N
                 expect(page.get_by_text("Open discrepancies: dead").first).to_be_visible()
                 page.wait_for_timeout(1500)  # let plotly finish drawing
                 _shot(page, "demo-overview")
+                # the outgoing side of the same day: the receipts the demo sent its mailer
+                page.get_by_role("link", name="Outbox").click()
+                expect(page.get_by_role("heading", name="mailer")).to_be_visible()
+                _select(page, "Range", "Last hour")
+                sent = page.get_by_test_id("stMetric").filter(has_text="Sent in range")
+                expect(sent).to_contain_text(str(len(result.receipts)))
+                _charts_render(page, 3)
+                expect(page.get_by_text("matching messages")).to_be_visible()
+                page.wait_for_timeout(1500)
+                _shot(page, "demo-outbox")
             finally:
                 browser.close()
     if os.environ.get("HOOKLEDGER_UPDATE_SCREENSHOT") == "1":

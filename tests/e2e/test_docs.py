@@ -8,7 +8,12 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from reconciler.cli.main import build_parser
-from reconciler.config import CheckSettings, DashboardAuthSettings, Settings
+from reconciler.config import (
+    CheckSettings,
+    DashboardAuthSettings,
+    OutboxTargetSettings,
+    Settings,
+)
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -36,6 +41,9 @@ def test_every_setting_is_in_the_configuration_reference() -> None:
     for key in CheckSettings.model_fields:
         if ("sources.checks", key) not in documented:
             missing.append(f"[[sources.checks]] {key}")
+    for key in OutboxTargetSettings.model_fields:
+        if ("outbox.targets", key) not in documented:
+            missing.append(f"[[outbox.targets]] {key}")
     assert missing == []
 
 
@@ -43,7 +51,11 @@ def test_every_command_is_in_the_cli_reference() -> None:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     for name, cmd in sub.choices.items():  # type: ignore[attr-defined]
-        nested = [a for a in cmd._actions if a.dest in ("events_command", "discrepancies_command")]
+        nested = [
+            a
+            for a in cmd._actions
+            if a.dest in ("events_command", "discrepancies_command", "outbox_command")
+        ]
         names = [f"{name} {n}" for n in nested[0].choices] if nested else [name]
         for full in names:
             assert f"`hookledger {full}" in README, full

@@ -162,6 +162,40 @@ def test_a_credit_applied_per_delivery_is_a_duplicate(
     ]
 
 
+def test_outgoing_messages_keyed_by_the_event_are_equal_random_keys_are_extra(
+    engine: Engine, db_url: str, business: str
+) -> None:
+    """The drill also compares what the handlers would send (nothing is sent): a key derived from
+    the event is one message however often it runs; a new key on every run is a second message."""
+    since = seed(engine, 3)
+    settings = settings_for(
+        db_url, business, outbox={"targets": [{"name": "crm", "url": "http://127.0.0.1:9/in"}]}
+    )
+    counter = iter(range(1_000_000))
+
+    def with_messages(random_keys: bool) -> HandlerRegistry:
+        base = registry()
+
+        def apply(event: Event, conn: Connection) -> None:
+            base.find("stripe", event.event_type)(event, conn)  # type: ignore[misc]
+            if event.event_type == "invoice.paid":
+                key = f"run-{next(counter)}" if random_keys else None
+                event.outbox.add("crm", {"paid": event.payload["data"]["object"]["id"]}, key=key)
+
+        r = HandlerRegistry()
+        r.register("stripe", "*", apply)
+        return r
+
+    source = settings.source("stripe")
+    assert source is not None
+    good = drill_handlers(engine, settings, with_messages(False), source, since=since, seed=2)
+    assert good.equal, good.differences
+    bad = drill_handlers(engine, settings, with_messages(True), source, since=since, seed=2)
+    kinds = sorted((d.kind, d.table) for d in bad.differences)
+    # every key differs between the two runs: 3 the reference has, 6 the drilled run has
+    assert kinds == [("extra", "outbox")] * 6 + [("missing", "outbox")] * 3
+
+
 def test_last_write_wins_diverges_when_shuffled_not_in_order(
     engine: Engine, db_url: str, business: str
 ) -> None:

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from connectors.parsing import ParsedEvent, parse_stripe
-from reconciler.inbox.correlation import correlation_id
+from reconciler.correlation import correlation_id
 
 EVENT = ParsedEvent("evt_1")
 MINTED = re.compile(r"[0-9a-f]{32}")

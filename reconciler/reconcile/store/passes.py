@@ -33,7 +33,7 @@ from reconciler.storage.models import (
     EventStatus,
 )
 from reconciler.storage.types import utcnow
-from reconciler.storage.upserts import reopened
+from reconciler.storage.upserts import seen_again
 
 discrepancies = DISCREPANCIES
 events = INBOX_EVENTS
@@ -376,15 +376,6 @@ class ClosingPasses(ScanStore):
             "detail": literal(None, d.c.detail.type),
         }
         query = select(*columns.values()).where(events.c.source == self.source, where)
-        stmt = self.insert(d).from_select(list(columns), query)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["source", "kind", "record_key", "field"],
-            set_={
-                "last_seen_at": stmt.excluded.last_seen_at,
-                "last_run_id": stmt.excluded.last_run_id,
-                "status": reopened(),
-                "cause": stmt.excluded.cause,
-            },
-        )
+        stmt = seen_again(self.insert(d).from_select(list(columns), query))
         # counted from RETURNING: exact on both databases (rowcount is not)
         return len(self.conn.execute(stmt.returning(d.c.id)).all())

@@ -1,0 +1,179 @@
+"""``hookledger publish`` and ``hookledger outbox list|show|replay``: the outgoing side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from reconciler.audit import default_actor
+from reconciler.cli.common import Command, run_loops, summarise
+from reconciler.errors import ConfigError, HookledgerError
+from reconciler.states import OutboxStatus
+
+EXIT_OK = 0
+STATUSES = tuple(s.value for s in OutboxStatus)
+
+
+def register(sub: Any, parent: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "publish", parents=[parent], help="send the outbox's messages to their targets"
+    )
+    p.add_argument("--once", action="store_true", help="send what is due, then exit")
+    p.add_argument(
+        "--concurrency", type=int, help="messages in flight at once (default: [outbox] concurrency)"
+    )
+    p.set_defaults(func=cmd_publish)
+
+    outbox = sub.add_parser("outbox", parents=[parent], help="inspect and replay outgoing messages")
+    osub = outbox.add_subparsers(dest="outbox_command", required=True, metavar="SUBCOMMAND")
+    p = osub.add_parser("list", parents=[parent], help="messages, newest first")
+    p.add_argument("--target", action="append", default=[], help="target name (repeatable)")
+    p.add_argument(
+        "--status", action="append", default=[], choices=STATUSES, help="status (repeatable)"
+    )
+    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    p.add_argument("--before", type=int, metavar="ID", help="only messages older than this id")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_outbox_list)
+
+    p = osub.add_parser("show", parents=[parent], help="one message and its attempts")
+    p.add_argument("id", type=int, metavar="ID")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--raw", action="store_true", help="the payload as stored (default: masked)")
+    p.set_defaults(func=cmd_outbox_show)
+
+    p = osub.add_parser(
+        "replay", parents=[parent], help="put dead messages back to pending, keeping their keys"
+    )
+    p.add_argument("ids", type=int, nargs="+", metavar="ID")
+    p.add_argument("--reason", required=True, help="why (kept in the audit log)")
+    p.add_argument("--actor", help="who (default: the OS user)")
+    p.set_defaults(func=cmd_outbox_replay)
+
+
+def publishers_for(cmd: Command, concurrency: int) -> list[Any]:
+    """``concurrency`` publishers (the targets' secrets resolved: a missing one stops the command
+    before anything is claimed); the caller closes them."""
+    from reconciler.outbox.publisher import publishers
+
+    if not cmd.settings.outbox.targets:
+        where = cmd.loaded.path or "the built-in defaults"
+        raise ConfigError(f"{where}: no [[outbox.targets]]: there is nothing to publish to")
+    if concurrency < 1:
+        raise HookledgerError("--concurrency must be at least 1")
+    return publishers(cmd.engine, cmd.settings, concurrency)
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    with Command(args) as cmd:
+        concurrency = (
+            cmd.settings.outbox.concurrency if args.concurrency is None else args.concurrency
+        )
+        loops = publishers_for(cmd, concurrency)
+        try:
+            run_loops([loops], once=args.once)
+        finally:
+            for loop in loops:
+                loop.close()
+    print(f"claimed {sum(p.stats.claimed for p in loops)}: {summarise(loops)}")
+    return EXIT_OK
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return str(value) if hasattr(value, "value") else value
+
+
+def cmd_outbox_list(args: argparse.Namespace) -> int:
+    from reconciler.ops.outbox import list_messages
+
+    if not 1 <= args.limit <= 1000:
+        raise HookledgerError("--limit must be between 1 and 1000")
+    with Command(args) as cmd, cmd.engine.connect() as conn:
+        rows = list_messages(
+            conn,
+            targets=args.target,
+            statuses=args.status,
+            before_id=args.before,
+            limit=args.limit,
+        )
+    if args.json:
+        print(json.dumps([_plain(r) for r in rows], indent=2))
+        return EXIT_OK
+    for r in rows:
+        error = (r["last_error"] or "").splitlines()[0][:100] if r["last_error"] else ""
+        print(
+            f"{r['id']:>8}  {r['target']:<12} {r['status']!s:<8} {r['attempts']:>2}  "
+            f"{r['created_at']:%Y-%m-%d %H:%M:%S}  {r['key']}  {error}"
+        )
+    if not rows:
+        print("no outbox message matches")
+    return EXIT_OK
+
+
+def cmd_outbox_show(args: argparse.Namespace) -> int:
+    from reconciler.ops.masking import Masker
+    from reconciler.ops.outbox import message_detail
+
+    with Command(args) as cmd:
+        with cmd.engine.connect() as conn:
+            detail = message_detail(conn, args.id)
+        masker = Masker(cmd.settings.dashboard.mask_fields)
+    msg = dict(detail.message)
+    payload = msg.pop("payload")
+    msg["payload"] = (
+        payload.decode("utf-8", errors="replace") if args.raw else masker.mask_body(payload)
+    )
+    msg["headers"] = msg["headers"] if args.raw else masker.mask(msg["headers"] or {})
+    data = _plain({"message": msg, "attempts": detail.attempts})
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return EXIT_OK
+    shown = data["message"]
+    for key in (
+        "id",
+        "target",
+        "key",
+        "status",
+        "attempts",
+        "created_at",
+        "next_attempt_at",
+        "sent_at",
+        "last_status_code",
+        "error_class",
+        "last_error",
+        "source",
+        "event_id",
+        "correlation_id",
+        "object_key",
+        "content_type",
+    ):
+        print(f"{key:>16}: {shown.get(key)}")
+    print(f"\npayload{' (as stored)' if args.raw else ' (masked)'}:\n{shown['payload']}")
+    print(f"\nattempts ({len(data['attempts'])}):")
+    for a in data["attempts"]:
+        err = (a["error"] or "").splitlines()[0] if a["error"] else ""
+        print(
+            f"  #{a['attempt']}  {a['finished_at']}  {a['outcome']:<6} "
+            f"{a['status_code'] or '-'}  {a['error_class'] or ''}  {err}"
+        )
+    return EXIT_OK
+
+
+def cmd_outbox_replay(args: argparse.Namespace) -> int:
+    from reconciler.ops.outbox import replay
+
+    with Command(args) as cmd:
+        message = replay(
+            cmd.engine, args.ids, actor=args.actor or default_actor(), reason=args.reason
+        )
+    print(message)
+    return EXIT_OK

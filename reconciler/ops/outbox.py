@@ -1,0 +1,232 @@
+"""The outbox as operators see it: per target now, over time, a message and its attempts, the
+messages an event caused; and the replay of dead messages. Shared by the CLI, ``/metrics`` and the
+dashboard; every read is one index range aggregated in SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, select
+
+from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.ops.overview import BucketCount, raw_counts
+from reconciler.ops.timerange import TimeRange
+from reconciler.outbox import store
+from reconciler.storage.models import OUTBOX, OUTBOX_ATTEMPTS, OUTBOX_SNAPSHOTS, OutboxStatus
+from reconciler.storage.queries import outbox_by_target
+from reconciler.storage.sql import bucket_expr, pin_index
+
+LIST_COLUMNS = (
+    OUTBOX.c.id,
+    OUTBOX.c.target,
+    OUTBOX.c.key,
+    OUTBOX.c.status,
+    OUTBOX.c.attempts,
+    OUTBOX.c.created_at,
+    OUTBOX.c.sent_at,
+    OUTBOX.c.next_attempt_at,
+    OUTBOX.c.last_status_code,
+    OUTBOX.c.error_class,
+    OUTBOX.c.last_error,
+    OUTBOX.c.source,
+    OUTBOX.c.event_id,
+    OUTBOX.c.correlation_id,
+)
+
+
+@dataclass(frozen=True)
+class TargetNow:
+    target: str
+    by_status: dict[str, int]
+    oldest_unsent_at: datetime | None
+
+    @property
+    def unsent(self) -> int:
+        return sum(self.by_status.get(s.value, 0) for s in store.UNSENT)
+
+    def oldest_age_seconds(self, now: datetime) -> float | None:
+        if self.oldest_unsent_at is None:
+            return None
+        return max(0.0, (now - self.oldest_unsent_at).total_seconds())
+
+
+def targets_now(conn: Connection, targets: Sequence[str] = ()) -> list[TargetNow]:
+    """Per target (every configured one, and any other that has messages): messages by status and
+    when the oldest unsent one was written."""
+    found = outbox_by_target(conn)
+    names = list(dict.fromkeys([*targets, *sorted(found)]))
+    return [TargetNow(n, found.get(n, ({}, None))[0], found.get(n, ({}, None))[1]) for n in names]
+
+
+def attempt_counts(
+    conn: Connection, rng: TimeRange, width: int, targets: Sequence[str] = ()
+) -> list[BucketCount]:
+    """Publisher attempts per bucket, target and outcome (sent / failed / dead)."""
+    a = OUTBOX_ATTEMPTS
+    rows = raw_counts(
+        conn,
+        a,
+        a.c.finished_at,
+        a.c.outcome,
+        "ix_outbox_attempts_finished_at_target_outcome",
+        rng.start,
+        rng.end,
+        width,
+        targets,
+        group=a.c.target,
+    )
+    return [BucketCount(b, t, k, n) for b, t, k, n in rows]
+
+
+@dataclass(frozen=True)
+class UnsentPoint:
+    bucket: int
+    target: str
+    unsent: int  # the bucket's maximum
+    oldest_age_seconds: float  # the bucket's maximum
+
+
+def unsent_series(
+    conn: Connection, rng: TimeRange, width: int, targets: Sequence[str]
+) -> list[UnsentPoint]:
+    """Unsent messages and the oldest one's age over time (the snapshots), a bucket's maximum."""
+    if not targets:
+        return []
+    s = OUTBOX_SNAPSHOTS
+    bucket = bucket_expr(s.c.at, width, conn.dialect).label("bucket")
+    stmt = (
+        select(bucket, s.c.target, func.max(s.c.unsent), func.max(s.c.oldest_age_seconds))
+        .where(s.c.target.in_(list(targets)), s.c.at >= rng.start, s.c.at < rng.end)
+        .group_by(bucket, s.c.target)
+        .order_by(bucket, s.c.target)
+    )
+    stmt = pin_index(stmt, s, "ix_outbox_snapshots_target_at_values", conn.dialect)
+    return [
+        UnsentPoint(int(b), str(t), int(n or 0), float(age or 0.0))
+        for b, t, n, age in conn.execute(stmt)
+    ]
+
+
+@dataclass(frozen=True)
+class OutboxView:
+    range: TimeRange
+    width: int
+    now: datetime
+    targets: list[TargetNow]
+    attempts: list[BucketCount]
+    unsent: list[UnsentPoint]
+    failures: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def load_outbox(
+    conn: Connection, rng: TimeRange, width: int, now: datetime, targets: Sequence[str]
+) -> OutboxView:
+    """Everything the Outbox page shows."""
+    now_by_target = targets_now(conn, targets)
+    names = [t.target for t in now_by_target]
+    return OutboxView(
+        range=rng,
+        width=width,
+        now=now,
+        targets=now_by_target,
+        attempts=attempt_counts(conn, rng, width, names),
+        unsent=unsent_series(conn, rng, width, names),
+    )
+
+
+def list_messages(
+    conn: Connection,
+    *,
+    targets: Sequence[str] = (),
+    statuses: Sequence[str] = (),
+    before_id: int | None = None,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """Messages, newest first, a page at a time (keyset: ``before_id`` is the last id shown)."""
+    stmt = select(*LIST_COLUMNS).order_by(OUTBOX.c.id.desc()).limit(max(1, min(limit, 1000)))
+    if targets:
+        stmt = stmt.where(OUTBOX.c.target.in_(list(targets)))
+    if statuses:
+        stmt = stmt.where(OUTBOX.c.status.in_([OutboxStatus(s) for s in statuses]))
+    if before_id is not None:
+        stmt = stmt.where(OUTBOX.c.id < before_id)
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def count_messages(
+    conn: Connection, *, targets: Sequence[str] = (), statuses: Sequence[str] = ()
+) -> int:
+    stmt = select(func.count()).select_from(OUTBOX)
+    if targets:
+        stmt = stmt.where(OUTBOX.c.target.in_(list(targets)))
+    if statuses:
+        stmt = stmt.where(OUTBOX.c.status.in_([OutboxStatus(s) for s in statuses]))
+    return int(conn.execute(stmt).scalar_one())
+
+
+@dataclass(frozen=True)
+class MessageDetail:
+    message: dict[str, Any]
+    attempts: list[dict[str, Any]]
+
+
+def message_detail(conn: Connection, message_id: int) -> MessageDetail:
+    row = conn.execute(select(OUTBOX).where(OUTBOX.c.id == message_id)).first()
+    if row is None:
+        raise NotFoundError(f"no outbox message {message_id}")
+    a = OUTBOX_ATTEMPTS
+    attempts = [
+        dict(r._mapping)
+        for r in conn.execute(
+            select(
+                a.c.attempt,
+                a.c.started_at,
+                a.c.finished_at,
+                a.c.outcome,
+                a.c.error_class,
+                a.c.status_code,
+                a.c.error,
+                a.c.publisher,
+            )
+            .where(a.c.message_id == message_id)
+            .order_by(a.c.id)
+        )
+    ]
+    return MessageDetail(dict(row._mapping), attempts)
+
+
+def messages_of_event(conn: Connection, source: str, event_id: str) -> list[dict[str, Any]]:
+    """The outgoing messages an inbox event's handler wrote."""
+    stmt = (
+        select(*LIST_COLUMNS)
+        .where(OUTBOX.c.source == source, OUTBOX.c.event_id == event_id)
+        .order_by(OUTBOX.c.id)
+        .limit(100)
+    )
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def messages_of_correlation(conn: Connection, correlation_id: str) -> list[dict[str, Any]]:
+    """The outgoing messages that carry this correlation id."""
+    stmt = (
+        select(*LIST_COLUMNS)
+        .where(OUTBOX.c.correlation_id == correlation_id.strip())
+        .order_by(OUTBOX.c.id)
+        .limit(100)
+    )
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def replay(engine: Engine, message_ids: Sequence[int], *, actor: str, reason: str) -> str:
+    """Dead (or failed) messages back to pending with their keys: one transaction, audited."""
+    why = (reason or "").strip()
+    if not why:
+        raise ActionRefusedError("a reason is required")
+    if not message_ids:
+        raise ActionRefusedError("nothing selected")
+    with engine.begin() as conn:
+        n = store.replay_messages(conn, list(message_ids), actor=actor, reason=why)
+    return f"{n} outbox message{'s' if n != 1 else ''} back to pending (same keys)"
