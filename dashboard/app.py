@@ -20,12 +20,12 @@ from dashboard import context  # noqa: E402
 st.set_page_config(page_title="hookledger", page_icon=":ledger:", layout="wide")
 
 PAGES = [
-    st.Page("pages/overview.py", title="Overview", icon=":material/monitoring:", default=True),
-    st.Page("pages/discrepancies.py", title="Discrepancies", icon=":material/rule:"),
-    st.Page("pages/events.py", title="Events", icon=":material/search:"),
-    st.Page("pages/dead_letters.py", title="Dead letters", icon=":material/report:"),
-    st.Page("pages/outbox.py", title="Outbox", icon=":material/outbox:"),
-    st.Page("pages/runs.py", title="Runs", icon=":material/history:"),
+    st.Page("views/overview.py", title="Overview", icon=":material/monitoring:", default=True),
+    st.Page("views/discrepancies.py", title="Discrepancies", icon=":material/rule:"),
+    st.Page("views/events.py", title="Events", icon=":material/search:"),
+    st.Page("views/dead_letters.py", title="Dead letters", icon=":material/report:"),
+    st.Page("views/outbox.py", title="Outbox", icon=":material/outbox:"),
+    st.Page("views/runs.py", title="Runs", icon=":material/history:"),
 ]
 page = st.navigation(PAGES)
 context.actor_caption()

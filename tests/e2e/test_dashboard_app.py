@@ -46,7 +46,7 @@ class Dash:
         at = AppTest.from_file(APP, default_timeout=60)
         at.run()
         if page:
-            at.switch_page(f"pages/{page}.py")
+            at.switch_page(f"views/{page}.py")
             at.run()
         assert not at.exception, [e.value for e in at.exception]
         return at
@@ -280,7 +280,7 @@ def test_empty_and_unreachable_databases_show_a_message(
         at = AppTest.from_file(APP, default_timeout=60)
         at.run()
         if page:
-            at.switch_page(f"pages/{page}.py")
+            at.switch_page(f"views/{page}.py")
             at.run()
         assert not at.exception
         assert "The database is empty" in at.error[0].value

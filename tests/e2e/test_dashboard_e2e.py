@@ -110,9 +110,16 @@ def _shot(page: object, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
 
 
+def _settled(page: object) -> None:
+    """Wait until the script's rerun is over, so the elements looked up next are not replaced."""
+    app = page.get_by_test_id("stApp")  # type: ignore[attr-defined]
+    playwright_api.expect(app).to_have_attribute("data-test-script-state", "notRunning")
+
+
 def _charts_render(page: object, count: int) -> None:
     """``count`` Plotly charts, each drawn (charts below the fold draw when scrolled to)."""
     expect = playwright_api.expect
+    _settled(page)
     charts = page.get_by_test_id("stPlotlyChart")  # type: ignore[attr-defined]
     expect(charts).to_have_count(count)
     for i in range(count):
@@ -230,6 +237,7 @@ def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> N
                 page.get_by_role("link", name="Outbox").click()
                 expect(page.get_by_role("heading", name="mailer")).to_be_visible()
                 _select(page, "Range", "Last hour")
+                expect(page.get_by_text("one bar per 1 min")).to_be_visible()
                 sent = page.get_by_test_id("stMetric").filter(has_text="Sent in range")
                 expect(sent).to_contain_text(str(len(result.receipts)))
                 _charts_render(page, 3)

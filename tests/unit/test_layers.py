@@ -105,7 +105,7 @@ def test_connectors_import_nothing_of_the_reconciler_or_the_dashboard() -> None:
 
 
 def test_the_floor_rules_catch_an_arrow_the_wrong_way() -> None:
-    assert floor_of("connectors.stripe") == 0 and floor_of("dashboard.pages.events") == 8
+    assert floor_of("connectors.stripe") == 0 and floor_of("dashboard.views.events") == 8
     assert floor_of("reconciler.reconcile.store.sqlite") == 4
     assert floor_of("reconciler.outbox.writer") < floor_of("reconciler.inbox.handlers")  # type: ignore[operator]
     assert floor_of("reconciler.storage.models") < floor_of("reconciler.inbox.worker")  # type: ignore[operator]
