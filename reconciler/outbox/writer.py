@@ -78,11 +78,17 @@ class Message:
     object_key: str | None = None
 
 
+def _header_safe(value: str) -> bool:
+    """Printable ASCII: what an HTTP header value (Idempotency-Key, webhook-id) can carry as is."""
+    return value.isascii() and value.isprintable()
+
+
 def event_key(source: str, event_id: str, target: str) -> str:
     """The default key of a handler's message: the same for every run of the same event, so a
-    replay writes no second message. Too long for the column, the event id is hashed."""
+    replay writes no second message. Too long for the column or not plain ASCII, the event id is
+    hashed."""
     key = f"{source}:{event_id}:{target}"
-    if len(key) <= MAX_KEY:
+    if len(key) <= MAX_KEY and _header_safe(key):
         return key
     return f"{source}:sha256:{hashlib.sha256(event_id.encode()).hexdigest()}:{target}"
 
@@ -164,6 +170,11 @@ def message(
             raise InvalidMessage("key is required outside a handler")
         key = event_key(source, event_id, target)
     key = _text("key", key, MAX_KEY)
+    if not _header_safe(key):
+        shown = json.dumps(key[:80])
+        raise InvalidMessage(
+            f"key {shown} must be printable ASCII: it is sent as the Idempotency-Key header"
+        )
     body, content_type = encode_payload(payload)
     if len(body) > max_payload_bytes:
         raise InvalidMessage(

@@ -133,7 +133,9 @@ def test_a_publisher_killed_mid_burst_loses_nothing_and_sends_each_key_once(
         held = conn.execute(
             select(func.count()).select_from(OUTBOX).where(OUTBOX.c.status == "sending")
         ).scalar_one()
-    assert 0 < held <= 4 and 0 < _unsent(engine) < n  # killed mid-burst, leases still held
+    # killed mid-burst, leases still held: up to 4 (the concurrency) a kill, and the first kill's
+    # may not have run out yet when the second comes on a fast machine
+    assert 0 < held <= 2 * 4 and 0 < _unsent(engine) < n
     time.sleep(1.6)  # the dead publisher's leases run out
     out = _finish(_hookledger(config, "publish", "--once"), config)
     assert "claimed" in out

@@ -42,6 +42,9 @@ def test_a_handlers_key_is_the_same_for_every_run_of_its_event() -> None:
     key = event_key("stripe", long_id, "crm")
     assert len(key) <= MAX_KEY and key == event_key("stripe", long_id, "crm")
     assert key != event_key("stripe", long_id + "x", "crm")
+    # an event id that is not plain ASCII cannot be a header value as it is: hashed, still stable
+    accented = event_key("shopify", "commande-é", "crm")
+    assert accented.isascii() and accented == event_key("shopify", "commande-é", "crm")
 
 
 @pytest.mark.parametrize(
@@ -137,7 +140,7 @@ def test_any_argument_is_taken_or_refused_with_a_clear_error(
         assert str(exc) and "\n" not in str(exc)
         return
     # what is accepted can be stored and sent as it is
-    assert 1 <= len(msg.key) <= MAX_KEY and msg.key.isprintable()
+    assert 1 <= len(msg.key) <= MAX_KEY and msg.key.isprintable() and msg.key.isascii()
     assert all(k.isascii() and "\r" not in v and "\n" not in v for k, v in msg.headers.items())
     assert len(msg.correlation_id) <= 64
 
