@@ -28,5 +28,6 @@ PAGES = [
     st.Page("views/runs.py", title="Runs", icon=":material/history:"),
 ]
 page = st.navigation(PAGES)
-context.actor_caption()
+context.sidebar()
+context.show_flash()
 page.run()

@@ -1,116 +1,155 @@
-"""Plotly figures built from the read models' values (pure: values in, figures out)."""
+"""Plotly figures from the read models' DataFrames (pure: frames in, figures out).
+
+Every time chart spans exactly the selected range, colours by source (outcome as the bar's
+pattern), draws queue depth as steps that break where there is no snapshot, and says so when the
+range holds nothing instead of drawing empty axes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
 
+import pandas as pd
+import plotly.express as px
 import plotly.graph_objects as go
 
-from reconciler.ops.outbox import UnsentPoint
-from reconciler.ops.overview import BucketCount, RunPoint, SnapshotPoint
-from reconciler.ops.timerange import TimeRange, bucket_indexes, bucket_start
+from reconciler.ops.overview import RunPoint
+from reconciler.ops.timerange import TimeRange
 
-OUTCOME_COLOURS = {
-    "accepted": "#2e7d32",
-    "duplicate": "#f9a825",
-    "rejected": "#c62828",
-    "processed": "#2e7d32",
-    "sent": "#2e7d32",
-    "failed": "#ef6c00",
-    "dead": "#b71c1c",
-    "ignored": "#9e9e9e",
+PATTERNS = {
+    "accepted": "",
+    "processed": "",
+    "sent": "",
+    "duplicate": "/",
+    "ignored": ".",
+    "conflict": "x",
+    "failed": "x",
+    "rejected": "\\",
+    "dead": "+",
 }
 KIND_ORDER = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")
+NO_DATA = "no data in this range"
 
 
-def _layout(fig: go.Figure, title: str, y_title: str) -> go.Figure:
+def _layout(
+    fig: go.Figure, title: str, y_title: str, span: tuple[datetime, datetime] | None
+) -> go.Figure:
     fig.update_layout(
         title=title,
-        barmode="stack",
         height=320,
         margin={"l": 40, "r": 10, "t": 40, "b": 30},
-        legend={"orientation": "h", "y": -0.2},
+        legend={"orientation": "v", "yanchor": "top", "y": 1, "x": 1.02, "font_size": 11},
         yaxis_title=y_title,
+        xaxis_title=None,
     )
+    if span is not None:
+        fig.update_xaxes(range=list(span))
     return fig
 
 
-def stacked_counts(
-    counts: Sequence[BucketCount], rng: TimeRange, width: int, title: str
-) -> go.Figure:
-    """One stacked bar per bucket, a trace per (source, outcome); empty buckets are zero."""
-    xs = list(bucket_indexes(rng, width))
-    series: dict[tuple[str, str], dict[int, int]] = {}
-    for c in counts:
-        series.setdefault((c.source, c.key), {})[c.bucket] = c.n
+def _empty(title: str, y_title: str, span: tuple[datetime, datetime] | None) -> go.Figure:
     fig = go.Figure()
-    times = [bucket_start(i, width) for i in xs]
-    for (source, key), values in sorted(series.items()):
-        fig.add_bar(
-            x=times,
-            y=[values.get(i, 0) for i in xs],
-            name=f"{source} · {key}",
-            marker_color=OUTCOME_COLOURS.get(key),
-        )
-    return _layout(fig, title, "count")
-
-
-def queue_history(
-    points: Sequence[SnapshotPoint], width: int, threshold_seconds: float
-) -> tuple[go.Figure, go.Figure]:
-    """Pending count, and oldest-unprocessed age with the stuck threshold drawn."""
-    return _depth_and_age(
-        [
-            (p.source, bucket_start(p.bucket, width), p.unprocessed, p.oldest_age_seconds)
-            for p in points
-        ],
-        threshold_seconds,
-        ("Pending events (snapshots)", "events"),
-        "Oldest unprocessed age (snapshots)",
+    fig.add_annotation(
+        text=NO_DATA, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font_size=16
     )
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, y_title, span)
 
 
-def outbox_history(
-    points: Sequence[UnsentPoint], width: int, threshold_seconds: float
-) -> tuple[go.Figure, go.Figure]:
-    """Unsent messages, and the oldest one's age with the stuck threshold, per target."""
-    return _depth_and_age(
-        [(p.target, bucket_start(p.bucket, width), p.unsent, p.oldest_age_seconds) for p in points],
-        threshold_seconds,
-        ("Pending messages (snapshots)", "messages"),
-        "Oldest pending message age (snapshots)",
+def _span(rng: TimeRange, frame_times: pd.Series | None = None) -> tuple[datetime, datetime]:
+    tz = frame_times.dt.tz if frame_times is not None and len(frame_times) else None
+    start, end = pd.Timestamp(rng.start), pd.Timestamp(rng.end)
+    if tz is not None:
+        start, end = start.tz_convert(tz), end.tz_convert(tz)
+    return start.to_pydatetime(), end.to_pydatetime()
+
+
+def stacked_counts(frame: pd.DataFrame, rng: TimeRange, title: str) -> go.Figure:
+    """Bars per bucket stacked by (source, outcome): colour is the source, pattern the outcome."""
+    if frame.empty or int(frame["n"].sum()) == 0:
+        return _empty(title, "count", _span(rng))
+    outcomes = list(dict.fromkeys(frame["outcome"]))
+    fig = px.bar(
+        frame,
+        x="time",
+        y="n",
+        color="source",
+        pattern_shape="outcome",
+        pattern_shape_map={o: PATTERNS.get(o, "-") for o in outcomes},
+        hover_data={"source": True, "outcome": True, "n": True},
+        labels={"n": "count", "time": ""},
     )
+    fig.update_layout(barmode="stack")
+    return _layout(fig, title, "count", _span(rng, frame["time"]))
 
 
-def _depth_and_age(
-    rows: Sequence[tuple[str, datetime, float, float]],
-    threshold_seconds: float,
-    depth_title: tuple[str, str],
-    age_title: str,
+def history(
+    frame: pd.DataFrame, rng: TimeRange, threshold_seconds: float, titles: tuple[str, str, str]
 ) -> tuple[go.Figure, go.Figure]:
-    """A line per name: (name, time, depth, oldest age) rows as two figures."""
+    """Depth and oldest age per name as steps (a value holds until the next snapshot); the age
+    chart draws the stuck threshold. ``titles``: depth title, its unit, age title."""
+    depth_title, unit, age_title = titles
+    span = _span(rng, frame["time"] if not frame.empty else None)
+    if frame.empty or frame["depth"].isna().all():
+        return _empty(depth_title, unit, span), _empty(age_title, "seconds", span)
     depth, age = go.Figure(), go.Figure()
-    by_name: dict[str, list[tuple[str, datetime, float, float]]] = {}
-    for row in rows:
-        by_name.setdefault(row[0], []).append(row)
-    for name, pts in sorted(by_name.items()):
-        xs = [p[1] for p in pts]
-        depth.add_scatter(x=xs, y=[p[2] for p in pts], mode="lines+markers", name=name)
-        age.add_scatter(x=xs, y=[p[3] for p in pts], mode="lines+markers", name=name)
+    for name, part in frame.groupby("name", sort=True):
+        for fig, column in ((depth, "depth"), (age, "oldest_age_seconds")):
+            fig.add_scatter(
+                x=part["time"],
+                y=part[column],
+                mode="lines+markers",
+                line_shape="hv",
+                connectgaps=False,
+                name=str(name),
+            )
     age.add_hline(
         y=threshold_seconds,
         line_dash="dash",
         line_color="#c62828",
         annotation_text=f"stuck after {threshold_seconds:.0f} s",
     )
-    return _layout(depth, *depth_title), _layout(age, age_title, "seconds")
+    return _layout(depth, depth_title, unit, span), _layout(age, age_title, "seconds", span)
 
 
-def discrepancies_per_run(runs: Sequence[RunPoint]) -> go.Figure:
-    fig = go.Figure()
-    labels = [f"{r.source} {r.started_at:%m-%d %H:%M}" for r in runs]
-    kinds = [k for k in KIND_ORDER if any(r.counts.get(k) for r in runs)]
-    for kind in kinds:
-        fig.add_bar(x=labels, y=[r.counts.get(kind, 0) for r in runs], name=kind)
-    return _layout(fig, "Discrepancies found per run", "records")
+def discrepancies_per_run(runs: Sequence[RunPoint], rng: TimeRange) -> go.Figure:
+    """Discrepancies found per run, by kind, at the run's start time, over the selected range."""
+    title = "Discrepancies found per run"
+    if not runs:
+        return _empty(title, "records", _span(rng))
+    frame = pd.DataFrame(
+        [
+            {
+                "time": pd.Timestamp(r.started_at),
+                "source": r.source,
+                "kind": kind,
+                "records": r.counts.get(kind, 0),
+            }
+            for r in runs
+            for kind in KIND_ORDER
+            if r.counts.get(kind)
+        ],
+        columns=["time", "source", "kind", "records"],
+    )
+    if frame.empty:
+        fig = _empty(title, "records", _span(rng))
+        fig.add_annotation(
+            text=f"{len(runs)} runs, nothing found",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.35,
+        )
+        return fig
+    fig = px.bar(
+        frame,
+        x="time",
+        y="records",
+        color="kind",
+        pattern_shape="source",
+        category_orders={"kind": [k for k in KIND_ORDER if k in set(frame["kind"])]},
+        labels={"time": ""},
+    )
+    fig.update_layout(barmode="stack")
+    return _layout(fig, title, "records", _span(rng))

@@ -4,11 +4,13 @@ guarded actions. No SQL here: reads and actions are ``reconciler`` functions."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import streamlit as st
 from sqlalchemy import Connection, Engine
@@ -93,14 +95,36 @@ def _head(url: str) -> str | None:
 
 
 def schema_problem() -> str | None:
-    """A sentence for the page when the database cannot be used, else None."""
+    """A sentence for the page when the database cannot be used, else None (within the
+    connection timeout, even when the database hangs)."""
+    timeout = settings().database.connect_timeout_seconds
+    eng, head = engine(), _head(settings().database.url)
+    answer: list[str | None] = []
+    # A database that hangs (accepts, then never answers) blocks a driver call with no timeout of
+    # its own: the check runs on a daemon thread the page waits for at most connect_timeout_seconds
+    # (daemon, so a stuck one never holds up the server's shutdown).
+    check = threading.Thread(
+        target=lambda: answer.append(_schema_problem(eng, head)),
+        name="hookledger-db-check",
+        daemon=True,
+    )
+    check.start()
+    check.join(timeout)
+    if not answer:
+        return (
+            f"Cannot reach the database ({eng.url!r}): it did not answer within {timeout:g} s "
+            "([database] connect_timeout_seconds)."
+        )
+    return answer[0]
+
+
+def _schema_problem(eng: Engine, head: str | None) -> str | None:
     try:
-        current = current_revision(engine())
-        head = _head(settings().database.url)
+        current = current_revision(eng)
     except SQLAlchemyError as exc:
         orig = getattr(exc, "orig", None)
         reason = str(orig or exc).splitlines()[0]
-        return f"Cannot reach the database ({engine().url!r}): {reason}"
+        return f"Cannot reach the database ({eng.url!r}): {reason}"
     if current is None:
         return "The database is empty: run `hookledger init` (or `hookledger demo`) first."
     if current != head:
@@ -138,12 +162,51 @@ def act(fn: Callable[[str], str]) -> ActionResult:
     return ActionResult(True, message)
 
 
+def act_and_refresh(fn: Callable[[str], str]) -> None:
+    """Run an action; on success rerun the page at once so it shows the new state (the message is
+    shown at the top of the next run); on refusal show why, here."""
+    result = act(fn)
+    if result.ok:
+        st.session_state["flash"] = result.message
+        if "_submitted_form" in st.session_state:
+            st.session_state["_clear_form"] = st.session_state.pop("_submitted_form")
+        st.rerun()
+    show_result(result)
+
+
+def show_flash() -> None:
+    """The message of the action that led to this run, once."""
+    message = st.session_state.pop("flash", None)
+    if message:
+        st.success(message)
+
+
+def tz() -> tzinfo:
+    """The zone datetimes are shown in: UTC, or the browser's when the sidebar's toggle is on."""
+    if st.session_state.get("local_time") and st.context.timezone:
+        try:
+            return ZoneInfo(st.context.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            return UTC
+    return UTC
+
+
+def tz_name() -> str:
+    zone = tz()
+    return "UTC" if zone is UTC else str(zone)
+
+
 def confirmed_form(
     key: str, confirm_label: str, submit_label: str, extra: Callable[[], T] | None = None
 ) -> tuple[bool, str, T | None]:
     """A form with a required reason and a confirmation box (widget keys ``{key}_reason`` and
     ``{key}_confirm``); ``extra`` renders more widgets inside it. True only when submitted and
     confirmed; the reason is checked again by the action itself."""
+    if st.session_state.get("_clear_form") == key:
+        # the action this form asked for was done: start the next one from an empty form
+        del st.session_state["_clear_form"]
+        st.session_state.pop(f"{key}_reason", None)
+        st.session_state.pop(f"{key}_confirm", None)
     with st.form(f"{key}_form"):
         value = extra() if extra is not None else None
         reason = st.text_input("Reason (required, recorded in the audit log)", key=f"{key}_reason")
@@ -151,11 +214,23 @@ def confirmed_form(
         submitted = st.form_submit_button(submit_label)
     if submitted and not confirm:
         st.warning("Tick the confirmation first.")
+    if submitted and confirm:
+        st.session_state["_submitted_form"] = key
     return bool(submitted and confirm), reason, value
 
 
 def show_result(result: ActionResult) -> None:
     (st.success if result.ok else st.error)(result.message)
+
+
+def sidebar() -> None:
+    """What every page shows in the sidebar: who acts, the time zone toggle."""
+    actor_caption()
+    st.sidebar.toggle(
+        "Local time",
+        key="local_time",
+        help="Show times in this browser's time zone instead of UTC.",
+    )
 
 
 def actor_caption() -> None:

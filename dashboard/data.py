@@ -12,7 +12,16 @@ import streamlit as st
 from dashboard import context
 from reconciler.inbox.conflicts import ConflictBodies, conflict_bodies
 from reconciler.inbox.replay import EventDetail, event_detail
-from reconciler.ops import chain, dead_letters, discrepancies, events, outbox, overview, runs
+from reconciler.ops import (
+    chain,
+    dead_letters,
+    discrepancies,
+    events,
+    health,
+    outbox,
+    overview,
+    runs,
+)
 from reconciler.ops.timerange import TimeRange
 from reconciler.reconcile.export import DiscrepancyFilter, count, money_impact
 
@@ -42,11 +51,15 @@ def impact(db: str, sources: tuple[str, ...]) -> list[dict[str, Any]]:
     return context.read(money_impact, sources)
 
 
-def discrepancy(discrepancy_id: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def discrepancy(
+    discrepancy_id: int,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """One discrepancy, the other fields of its record, and the object's other discrepancies."""
     with context.connect() as conn:
         row = discrepancies.discrepancy(conn, discrepancy_id)
         related = discrepancies.related_fields(conn, row["source"], row["record_key"])
-        return row, related
+        same = discrepancies.same_object(conn, row["source"], row["object_id"], discrepancy_id)
+        return row, related, same
 
 
 def conflict(discrepancy_id: int) -> ConflictBodies:
@@ -129,3 +142,38 @@ def outbox_message(message_id: int) -> outbox.MessageDetail:
 @st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
 def messages_of_correlation(db: str, correlation_id: str) -> list[dict[str, Any]]:
     return context.read(outbox.messages_of_correlation, correlation_id)
+
+
+@st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
+def health_facts(
+    db: str, now: datetime, sources: tuple[str, ...], stuck_after: float
+) -> health.HealthFacts:
+    return context.read(health.health_facts, now, sources, stuck_after)
+
+
+@st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
+def list_events(
+    db: str, flt: events.EventFilter, after: tuple[datetime, int] | None, limit: int
+) -> events.EventPage:
+    return context.read(events.list_events, flt, after=after, limit=limit)
+
+
+@st.cache_data(ttl=300, max_entries=8, show_spinner=False)
+def event_types(db: str, sources: tuple[str, ...]) -> list[str]:
+    return context.read(events.event_types, sources)
+
+
+def event_exists(source: str, event_id: str) -> bool:
+    return context.read(events.in_inbox, source, event_id)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def count_dead(db: str, flt: dead_letters.DeadFilter) -> int:
+    return context.read(dead_letters.count_dead, flt)
+
+
+@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
+def list_dead(
+    db: str, flt: dead_letters.DeadFilter, before_id: int | None, limit: int
+) -> list[dict[str, Any]]:
+    return context.read(dead_letters.list_dead, flt, before_id=before_id, limit=limit)

@@ -201,6 +201,12 @@ class DashboardSettings(_Table):
     cache_ttl_seconds: int = Field(default=15, ge=0, le=3600)
     mask_fields: tuple[str, ...] = DEFAULT_MASK_FIELDS  # payload keys shown as <masked>
     auth: DashboardAuthSettings = DashboardAuthSettings()
+    # where people open the dashboard (behind a proxy, say): links printed by the CLI start with it
+    public_url: str | None = Field(default=None, pattern=r"^https?://[^\s?#]+$")
+
+    @property
+    def base_url(self) -> str:
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
 
     @field_validator("mask_fields", mode="before")
     @classmethod

@@ -40,7 +40,7 @@ def streamlit_argv(host: str, port: int, secrets: Path | None) -> list[str]:
     argv = [
         sys.executable,
         "-m",
-        "streamlit",
+        "dashboard.serve",  # Streamlit's command line, the pages' libraries imported first
         "run",
         str(APP),
         "--server.address",

@@ -8,13 +8,15 @@ source's lease in the database, and the second logs and records a ``skipped`` ru
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from datetime import datetime
 from typing import Any
 
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import Connection, Engine, insert
+from sqlalchemy import Connection, Engine, insert, update
 
 from reconciler.config import Settings
 from reconciler.cron import trigger_for
@@ -23,7 +25,7 @@ from reconciler.ops.rollup import record_snapshot_hourly, roll_up
 from reconciler.reconcile.run import Reconciler, RunSummary
 from reconciler.reconcile.sweep import nightly_names, reconcile_sources
 from reconciler.states import OUTBOX_UNSENT
-from reconciler.storage.models import OUTBOX_SNAPSHOTS, QUEUE_SNAPSHOTS
+from reconciler.storage.models import OUTBOX_SNAPSHOTS, QUEUE_SNAPSHOTS, SCHEDULER_HEARTBEATS
 from reconciler.storage.queries import outbox_by_target
 from reconciler.storage.types import utcnow
 
@@ -79,6 +81,21 @@ def _outbox_snapshot(conn: Connection, settings: Settings, now: datetime) -> lis
     return rows
 
 
+def heartbeat(engine: Engine, owner: str, started_at: datetime) -> None:
+    """Say this scheduler is alive (one row per running scheduler, its time moved forward)."""
+    now = utcnow()
+    with engine.begin() as conn:
+        moved = conn.execute(
+            update(SCHEDULER_HEARTBEATS)
+            .where(SCHEDULER_HEARTBEATS.c.owner == owner)
+            .values(beat_at=now)
+        ).rowcount
+        if not moved:
+            conn.execute(
+                insert(SCHEDULER_HEARTBEATS).values(owner=owner, started_at=started_at, beat_at=now)
+            )
+
+
 def reconcile_all(
     reconciler: Reconciler, settings: Settings, trigger: str = "schedule"
 ) -> list[RunSummary]:
@@ -117,6 +134,17 @@ def build_scheduler(
         args=[engine, settings],
         id="snapshot",
         name="queue snapshot",
+        coalesce=True,
+        max_instances=1,
+        next_run_time=datetime.now(cron.timezone),
+    )
+    owner = f"{socket.gethostname()}:{os.getpid()}"[:128]
+    sched.add_job(
+        heartbeat,
+        IntervalTrigger(seconds=min(60, settings.reconcile.snapshot_interval_seconds)),
+        args=[engine, owner, utcnow()],
+        id="heartbeat",
+        name="scheduler heartbeat",
         coalesce=True,
         max_instances=1,
         next_run_time=datetime.now(cron.timezone),

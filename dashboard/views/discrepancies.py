@@ -5,13 +5,17 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime, time
 
+import pandas as pd
 import streamlit as st
 
-from dashboard import context, data
-from reconciler.errors import HookledgerError
+from dashboard import context, data, urlstate, widgets
+from reconciler.errors import HookledgerError, NotFoundError
+from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops import outbox as outbox_ops
 from reconciler.ops.discrepancies import SORTABLE, body_diff, masked_values, value_diff
+from reconciler.ops.display import cell, money
+from reconciler.ops.links import discrepancy_url, to
 from reconciler.ops.masking import Masker
 from reconciler.reconcile.export import DiscrepancyFilter, write_csv
 from reconciler.states import OUTBOX_SOURCE_PREFIX
@@ -24,14 +28,23 @@ if not context.guard():
 names = context.source_names() + [
     f"{OUTBOX_SOURCE_PREFIX}{t.name}" for t in context.settings().outbox.targets
 ]
+KINDS = [k.value for k in DiscrepancyKind]
+STATUSES = ["open", "resolved", "ignored", "all"]
+urlstate.seed_many("d_sources", "source", [], names)
+urlstate.seed_many("d_kinds", "kind", [], KINDS)
+urlstate.seed("d_status", "status", "open", choices=STATUSES)
+urlstate.seed("d_since", "since", None, parse=lambda r: urlstate.parse_time(r).date())
+urlstate.seed("d_sort", "sort", "last_seen_at", choices=list(SORTABLE))
+urlstate.seed("d_desc", "desc", True, parse=urlstate.parse_bool)
+urlstate.seed("d_id", "id", None, parse=urlstate.parse_id)
 f1, f2, f3, f4 = st.columns(4)
 sources = f1.multiselect("Source", names, key="d_sources")
-kinds = f2.multiselect("Kind", [k.value for k in DiscrepancyKind], key="d_kinds")
-status = f3.selectbox("Status", ["open", "resolved", "ignored", "all"], key="d_status")
-since_date = f4.date_input("Last seen on or after (UTC)", value=None, key="d_since")
+kinds = f2.multiselect("Kind", KINDS, key="d_kinds")
+status = f3.selectbox("Status", STATUSES, key="d_status")
+since_date = f4.date_input("Last seen on or after (UTC)", key="d_since")
 s1, s2, s3 = st.columns([2, 1, 1])
 sort = s1.selectbox("Sort by", list(SORTABLE), key="d_sort")
-descending = s2.toggle("Descending", value=True, key="d_desc")
+descending = s2.toggle("Descending", key="d_desc")
 limit = int(s3.number_input("Rows shown", 10, 5000, 500, step=100, key="d_limit"))
 
 flt = DiscrepancyFilter(
@@ -41,12 +54,17 @@ flt = DiscrepancyFilter(
     since=datetime.combine(since_date, time.min, UTC) if since_date else None,
 )
 rows, total = data.list_discrepancies(context.db_key(), flt, sort, descending, limit)
-st.caption(f"{total:,} matching discrepancies; showing {len(rows):,}.")
+st.caption(
+    f"{total:,} matching discrepancies; showing {len(rows):,}"
+    + (" (raise 'Rows shown' or narrow the filters to see the rest)." if total > len(rows) else ".")
+)
 
 impact = data.impact(context.db_key(), tuple(sources))
 if impact:
     with st.expander("Money impact of open missing / diverged / unapplied records", expanded=True):
-        st.dataframe(impact, hide_index=True, key="d_impact")
+        widgets.dataframe(
+            frames.table(impact, context.tz(), money_columns={"amount": "currency"}), "d_impact"
+        )
 
 
 def _csv() -> bytes:
@@ -65,29 +83,73 @@ st.download_button(
     on_click="ignore",
 )
 
-if not rows:
-    st.info("No discrepancy matches these filters.")
-    st.stop()
+who = context.identity()
+if who.can_act and total and status in ("open", "all"):
+    with st.expander(f"Resolve or ignore all {total:,} matching discrepancies"):
+        go_bulk, bulk_reason, bulk_action = context.confirmed_form(
+            "d_bulk",
+            f"Yes, mark all {total:,} discrepancies matching these filters",
+            "Apply to all matching",
+            lambda: st.radio(
+                "Mark them", ["resolved", "ignored"], horizontal=True, key="d_bulk_to"
+            ),
+        )
+        if go_bulk:
+            engine = context.engine()
+            new_status = DiscrepancyStatus(bulk_action or "resolved")
+            context.act_and_refresh(
+                lambda a: actions.set_status_matching(
+                    engine, flt, new_status, actor=a, reason=bulk_reason, expected=total
+                )
+            )
 
 masker = Masker(context.settings().dashboard.mask_fields)
-st.dataframe(masked_values(rows, masker), hide_index=True, key="d_table")
+if rows:
+    shown = frames.table(
+        masked_values(rows, masker), context.tz(), money_columns={"amount": "currency"}
+    )
+    picked = st.dataframe(
+        shown,
+        hide_index=True,
+        key="d_table",
+        on_select="rerun",
+        selection_mode="single-row",
+    )
+    pick = picked.selection.rows[0] if picked.selection.rows else None
+    if pick is not None and st.session_state.get("d_last_pick") != (pick, rows[pick]["id"]):
+        # a newly clicked row opens; the id box stays free to type another
+        st.session_state["d_last_pick"] = (pick, rows[pick]["id"])
+        st.session_state["d_id"] = int(rows[pick]["id"])
+else:
+    st.info("No discrepancy matches these filters.")
 
-labels = {
-    r["id"]: f"#{r['id']} · {r['source']} · {r['kind']} · {r['event_id'] or r['object_id'] or ''}"
-    f"{' · ' + r['field'] if r['field'] else ''}"
-    for r in rows
-}
-chosen = st.selectbox(
-    "Inspect", list(labels), format_func=lambda i: labels[i], key="d_pick", index=None
+chosen = st.number_input(
+    "Open discrepancy # (or pick a row above)", min_value=1, step=1, key="d_id"
+)
+urlstate.publish(
+    {
+        "source": sources,
+        "kind": kinds,
+        "status": None if status == "open" else status,
+        "since": since_date.isoformat() if since_date else None,
+        "sort": None if sort == "last_seen_at" else sort,
+        "desc": None if descending else False,
+        "id": chosen,
+    }
 )
 if chosen is None:
     st.stop()
 
-row, related = data.discrepancy(int(chosen))
+try:
+    row, related, same = data.discrepancy(int(chosen))
+except NotFoundError as exc:
+    st.error(str(exc))
+    st.stop()
 [row] = masked_values([row], masker)
 related = masked_values(related, masker)
 conflict = row["kind"] == DiscrepancyKind.CONFLICT
 st.subheader(f"Discrepancy #{row['id']}: {row['kind']} ({row['status']})")
+tz = context.tz()
 meta = {
     k: row[k]
     for k in (
@@ -99,15 +161,38 @@ meta = {
         "field",
         "cause",
         "recover_by",
-        "amount",
-        "currency",
         "first_seen_at",
         "last_seen_at",
         "resolution",
     )
     if row.get(k) not in (None, "")
 }
-st.json(meta, expanded=True)
+if row.get("amount") is not None:
+    meta["amount"] = money(int(row["amount"]), row.get("currency"))
+st.table(pd.DataFrame({"": list(meta), "value": [cell(v, tz) for v in meta.values()]}))
+st.caption(f"Link to this discrepancy: `{discrepancy_url(int(row['id']))}`")
+nav = st.columns(3)
+in_inbox = bool(row["event_id"]) and data.event_exists(row["source"], row["event_id"])
+if in_inbox:
+    with nav[0]:
+        widgets.link(
+            to("events", source=row["source"], event_id=row["event_id"]),
+            f"Timeline of {row['event_id']}",
+        )
+elif row["event_id"]:
+    nav[0].caption(f"{row['event_id']} is not in the inbox.")
+if row.get("object_id") and not str(row["source"]).startswith(OUTBOX_SOURCE_PREFIX):
+    with nav[1]:
+        widgets.link(to("events", q=row["object_id"]), f"Every event of {row['object_id']}")
+if same:
+    st.markdown(f"**Other discrepancies of this object** ({len(same)})")
+    for other in same[:10]:
+        label = (
+            f"#{other['id']} {other['kind']} ({other['status']})"
+            + (f" · {other['event_id']}" if other["event_id"] else "")
+            + (f" · {other['field']}" if other["field"] else "")
+        )
+        widgets.link(to("discrepancies", id=other["id"], status="all"), label)
 left, right = st.columns(2)
 left.markdown("**Later delivery has**" if conflict else "**Source says**")
 left.code(row["source_value"] or "(nothing)", language="json")
@@ -167,7 +252,8 @@ if conflict:
 elif row["kind"] == DiscrepancyKind.OUTBOX_DEAD:
     options = [REPLAY_MESSAGE, *options]
 elif row["event_id"] and not outgoing:
-    options = ["replay", "backfill", *options]
+    # a replay needs the event in the inbox; one the inbox never got can only be fetched
+    options = ["replay", "backfill", *options] if in_inbox else ["backfill", *options]
 go, reason, action = context.confirmed_form(
     "d",
     f"Yes, apply this action to discrepancy #{row['id']}",
@@ -176,32 +262,29 @@ go, reason, action = context.confirmed_form(
 )
 if go:
     engine = context.engine()
-    src, eid = row["source"], row["event_id"]
+    src, eid, did = row["source"], row["event_id"], int(row["id"])
     if action == KEEP:
-        result = context.act(
-            lambda a: actions.keep_stored_version(engine, int(row["id"]), actor=a, reason=reason)
+        context.act_and_refresh(
+            lambda a: actions.keep_stored_version(engine, did, actor=a, reason=reason)
         )
     elif action == APPLY:
-        result = context.act(
-            lambda a: actions.apply_later_version(engine, int(row["id"]), actor=a, reason=reason)
+        context.act_and_refresh(
+            lambda a: actions.apply_later_version(engine, did, actor=a, reason=reason)
         )
     elif action == REPLAY_MESSAGE:
         message_id = int(row["object_id"])
-        result = context.act(
+        context.act_and_refresh(
             lambda a: outbox_ops.replay(engine, [message_id], actor=a, reason=reason)
         )
     elif action == "replay":
-        result = context.act(lambda a: actions.replay(engine, src, eid, actor=a, reason=reason))
+        context.act_and_refresh(lambda a: actions.replay(engine, src, eid, actor=a, reason=reason))
     elif action == "backfill":
         settings = context.settings()
-        result = context.act(
+        context.act_and_refresh(
             lambda a: actions.backfill_event(engine, settings, src, eid, actor=a, reason=reason)
         )
     else:
         new = DiscrepancyStatus.RESOLVED if action == "resolve" else DiscrepancyStatus.IGNORED
-        result = context.act(
-            lambda a: actions.set_discrepancy_status(
-                engine, int(row["id"]), new, actor=a, reason=reason
-            )
+        context.act_and_refresh(
+            lambda a: actions.set_discrepancy_status(engine, did, new, actor=a, reason=reason)
         )
-    context.show_result(result)

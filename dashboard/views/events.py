@@ -1,39 +1,133 @@
-"""Events: find an event by any of its ids and see everything that happened to it."""
+"""Events: browse the inbox with filters a page at a time, or find an event by any of its ids, and
+see everything that happened to one (its permalink: ``/events?source=…&event_id=…``)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import streamlit as st
 
-from dashboard import context, data
+from dashboard import context, data, urlstate, widgets
 from reconciler.errors import NotFoundError
+from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
-from reconciler.ops.events import timeline
+from reconciler.ops.events import EventFilter, timeline
+from reconciler.ops.links import event_url
 from reconciler.ops.masking import Masker
+from reconciler.states import EventOrigin, EventStatus
+
+PAGE = 50
 
 st.title("Events")
 if not context.guard():
     st.stop()
 
+names = context.source_names()
+tz = context.tz()
+STATUSES = [s.value for s in EventStatus]
+ORIGINS = [o.value for o in EventOrigin]
+
+urlstate.seed("e_query", "q", "")
+urlstate.seed("e_prefix", "prefix", "")
+urlstate.seed_many("e_sources", "source", [], names)
+urlstate.seed_many("e_statuses", "status", [], STATUSES)
+urlstate.seed_many("e_origins", "origin", [], ORIGINS)
+if "e_open" not in st.session_state:
+    source_param, id_param = st.query_params.get("source"), st.query_params.get("event_id")
+    st.session_state["e_open"] = (source_param, id_param) if source_param and id_param else None
+
 query = st.text_input(
-    "Event id, object id, delivery id or correlation id", key="e_query", placeholder="evt_..."
-)
-if not query.strip():
-    st.caption("Exact match on any of the four ids.")
+    "Find by event id, object id, delivery id or correlation id (exact)",
+    key="e_query",
+    placeholder="evt_...",
+).strip()
+
+opened: tuple[str, str] | None = st.session_state["e_open"]
+page_params: dict[str, object] = {}
+if query:
+    found = data.search_events(context.db_key(), query, tuple(names))
+    related = data.messages_of_correlation(context.db_key(), query)
+    if related:
+        st.markdown(f"**Outgoing messages** with correlation id `{query}`")
+        widgets.dataframe(frames.table(related, tz), "e_correlated")
+    if not found:
+        st.info(f"No event in the inbox matches '{query}' exactly.")
+    rows = found
+    st.caption(f"{len(found):,} events match '{query}' exactly.")
+    page_params = {"q": query}
+else:
+    with st.expander("Filters", expanded=True):
+        f1, f2, f3, f4 = st.columns(4)
+        sources = f1.multiselect("Source", names, key="e_sources")
+        types_known = data.event_types(context.db_key(), tuple(sources))
+        urlstate.seed_many("e_types", "type", [], types_known)
+        types = f2.multiselect("Type", types_known, key="e_types")
+        statuses = f3.multiselect("Status", STATUSES, key="e_statuses")
+        origins = f4.multiselect("Origin", ORIGINS, key="e_origins")
+        g1, g2 = st.columns([1, 1])
+        prefix = g1.text_input("Event id starts with (any case)", key="e_prefix").strip()
+        received_from, received_to = widgets.received_range("e", g2)
+    flt = EventFilter(
+        sources=tuple(sources),
+        types=tuple(types),
+        statuses=tuple(statuses),
+        origins=tuple(origins),
+        received_from=received_from,
+        received_to=received_to,
+        id_prefix=prefix,
+    )
+    # the keyset cursors of the pages seen so far, reset whenever the filter changes
+    if st.session_state.get("e_filter") != flt:
+        st.session_state["e_filter"] = flt
+        st.session_state["e_cursors"] = [None]
+    cursors: list[tuple[datetime, int] | None] = st.session_state["e_cursors"]
+    page = data.list_events(context.db_key(), flt, cursors[-1], PAGE)
+    rows = page.rows
+    first = (len(cursors) - 1) * PAGE
+    nav = st.columns([3, 1, 1])
+    nav[0].caption(
+        f"{first + 1:,}-{first + len(rows):,} of {page.total:,} events, newest first"
+        if rows
+        else f"0 of {page.total:,} events"
+    )
+    if nav[1].button("Previous", disabled=len(cursors) == 1, key="e_prev"):
+        cursors.pop()
+        st.rerun()
+    if nav[2].button("Next", disabled=page.next_after is None, key="e_next"):
+        cursors.append(page.next_after)
+        st.rerun()
+    page_params = {
+        "source": sources,
+        "type": types,
+        "status": statuses,
+        "origin": origins,
+        "prefix": prefix,
+        "from": flt.received_from,
+        "to": flt.received_to,
+    }
+
+if rows:
+    shown = frames.table(rows, tz, drop=("id",))
+    picked = st.dataframe(
+        shown, hide_index=True, key="e_results", on_select="rerun", selection_mode="single-row"
+    )
+    pick = picked.selection.rows[0] if picked.selection.rows else None
+    if pick is not None and pick < len(rows):
+        picked_key = (str(rows[pick]["source"]), str(rows[pick]["event_id"]))
+        if st.session_state.get("e_last_pick") != picked_key:
+            st.session_state["e_last_pick"] = picked_key
+            opened = st.session_state["e_open"] = picked_key
+    elif len(rows) == 1 and query:
+        opened = (str(rows[0]["source"]), str(rows[0]["event_id"]))
+
+if opened is not None:
+    page_params |= {"source": opened[0], "event_id": opened[1]}
+urlstate.publish(page_params)  # type: ignore[arg-type]
+if opened is None:
+    st.caption("Pick a row to see the event's timeline.")
     st.stop()
-found = data.search_events(context.db_key(), query.strip(), tuple(context.source_names()))
-related = data.messages_of_correlation(context.db_key(), query.strip())
-if related:
-    st.markdown(f"**Outgoing messages** with correlation id `{query.strip()}`")
-    st.dataframe(related, hide_index=True, key="e_correlated")
-if not found:
-    st.info(f"No event in the inbox matches '{query.strip()}'.")
-    st.stop()
-st.dataframe(found, hide_index=True, key="e_results")
-keys = [(r["source"], r["event_id"]) for r in found]
-picked = st.selectbox(
-    "Event", keys, format_func=lambda k: f"{k[0]} · {k[1]}", key="e_pick", index=0
-)
-source, event_id = picked
+
+source, event_id = opened
 try:
     detail = data.event(source, event_id)
 except NotFoundError as exc:
@@ -42,6 +136,7 @@ except NotFoundError as exc:
 
 ev = detail.event
 st.subheader(f"{ev['event_type'] or 'event'} {event_id}")
+st.caption(f"Permalink: `{event_url(source, event_id)}` · source {source}")
 c = st.columns(5)
 c[0].metric("Status", str(ev["status"]))
 c[1].metric("Origin", str(ev["origin"]))
@@ -53,10 +148,13 @@ if ev["last_error"]:
 
 st.markdown("**Timeline**")
 st.table(
-    [
-        {"at": t.at, "what": t.kind, "summary": t.summary, "detail": t.detail}
-        for t in timeline(detail)
-    ]
+    frames.table(
+        [
+            {"at": t.at, "what": t.kind, "summary": t.summary, "detail": t.detail}
+            for t in timeline(detail)
+        ],
+        tz,
+    )
 )
 
 masker = Masker(context.settings().dashboard.mask_fields)
@@ -70,12 +168,12 @@ for rows_of in chain:
         st.warning(f"{rows_of.table}: {rows_of.error}")
     elif rows_of.rows:
         st.markdown(f"**Business rows** in {what}")
-        st.dataframe([masker.mask(r) for r in rows_of.rows], hide_index=True)
+        widgets.dataframe(frames.table([masker.mask(r) for r in rows_of.rows], tz), "e_business")
     else:
         st.markdown(f"**Business rows** in {what}: none")
 if detail.messages:
     st.markdown("**Outgoing messages** this event's handler wrote (see the Outbox page)")
-    st.dataframe(detail.messages, hide_index=True, key="e_messages")
+    widgets.dataframe(frames.table(detail.messages, tz), "e_messages")
 st.markdown("**Payload** (secrets and configured PII fields masked)")
 st.code(masker.mask_body(ev["body"]), language="json")
 with st.expander("Stored headers"):
@@ -88,8 +186,8 @@ if who.can_act:
     )
     if go:
         engine = context.engine()
-        context.show_result(
-            context.act(lambda a: actions.replay(engine, source, event_id, actor=a, reason=reason))
+        context.act_and_refresh(
+            lambda a: actions.replay(engine, source, event_id, actor=a, reason=reason)
         )
 else:
     st.caption("Read-only view: replay needs an operator sign-in.")

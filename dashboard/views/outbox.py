@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, context, data
+from dashboard import charts, context, data, urlstate, widgets
 from reconciler.errors import HookledgerError, NotFoundError
+from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops import outbox as outbox_ops
+from reconciler.ops.display import age as display_age
 from reconciler.ops.masking import Masker
-from reconciler.ops.timerange import PRESETS, choose_bucket, describe_width, preset
+from reconciler.ops.timerange import choose_bucket, describe_width
 from reconciler.states import OUTBOX_SOURCE_PREFIX, OutboxStatus
 
 PAGE = 50
@@ -22,10 +24,9 @@ if not context.guard():
 cfg = context.settings()
 configured = [t.name for t in cfg.outbox.targets]
 threshold = cfg.reconcile.stuck_after_seconds
-left, right = st.columns([2, 3])
-choice = left.selectbox("Range", list(PRESETS), index=1, key="ob_range")
+left, right = st.columns([1, 3])
+rng, range_params = widgets.range_picker("ob", context.now(), where=left)
 now = context.now()
-rng = preset(choice, now)
 width = choose_bucket(rng)
 view = data.load_outbox(context.db_key(), rng.start, rng.end, width, now, tuple(configured))
 names = [t.target for t in view.targets]
@@ -35,7 +36,9 @@ if not names:
         "the configuration and write messages with `event.outbox.add(...)` in a handler."
     )
     st.stop()
-selected = right.multiselect("Targets", names, default=names, key="ob_targets")
+urlstate.seed_many("ob_targets", "target", names, names)
+urlstate.seed_many("ob_status", "status", [], [s.value for s in OutboxStatus])
+selected = right.multiselect("Targets", names, key="ob_targets")
 st.caption(
     f"{rng.start:%Y-%m-%d %H:%M} - {rng.end:%Y-%m-%d %H:%M} UTC · one bar per "
     f"{describe_width(width)} · counts cached for {context.ttl()} s"
@@ -53,14 +56,14 @@ for t in view.targets:
         c = st.columns(5)
         c[0].metric("Pending now", f"{t.unsent:,}")
         age = t.oldest_age_seconds(view.now)
-        c[1].metric("Oldest pending", "-" if age is None else f"{age:,.0f} s")
+        c[1].metric("Oldest pending", display_age(age))
         c[2].metric("Sent in range", f"{in_range.get((t.target, 'sent'), 0):,}")
         c[3].metric("Failed attempts in range", f"{in_range.get((t.target, 'failed'), 0):,}")
         c[4].metric("Dead now", f"{t.by_status.get(OutboxStatus.DEAD.value, 0):,}")
         if age is not None and age > threshold:
             st.markdown(
-                f":red[**The oldest pending message is {age:,.0f} s old: past "
-                f"stuck_after_seconds ({threshold} s).**]"
+                f":red[**The oldest pending message is {display_age(age)} old: past "
+                f"stuck_after_seconds ({display_age(threshold)}).**]"
             )
         if t.target not in configured:
             st.markdown(
@@ -68,32 +71,43 @@ for t in view.targets:
                 "messages until one does.]"
             )
 
+tz = context.tz()
 attempts = [b for b in view.attempts if b.source in selected]
 st.plotly_chart(
-    charts.stacked_counts(attempts, rng, width, "Publisher attempts by outcome"),
+    charts.stacked_counts(
+        frames.counts_frame(attempts, width, tz), rng, "Publisher attempts by outcome"
+    ),
     key="ob_chart_attempts",
 )
-points = [p for p in view.unsent if p.target in selected]
-if points:
-    depth, age_fig = charts.outbox_history(points, width, threshold)
-    st.plotly_chart(depth, key="ob_chart_depth")
-    st.plotly_chart(age_fig, key="ob_chart_age")
-else:
-    st.info(
-        "No outbox snapshots in this range: `hookledger schedule` records one per target every "
-        f"{cfg.reconcile.snapshot_interval_seconds} s."
-    )
+points = [(p.target, p.bucket, p.unsent, p.oldest_age_seconds) for p in view.unsent]
+history = frames.history_frame(
+    [p for p in points if p[0] in selected],
+    width,
+    tz,
+    every_seconds=cfg.reconcile.snapshot_interval_seconds,
+)
+depth, age_fig = charts.history(
+    history,
+    rng,
+    threshold,
+    ("Pending messages (snapshots)", "messages", "Oldest pending message age (snapshots)"),
+)
+st.plotly_chart(depth, key="ob_chart_depth")
+st.plotly_chart(age_fig, key="ob_chart_age")
 
 st.subheader("Messages")
 f1, f2 = st.columns([3, 1])
 statuses = f1.multiselect("Status", [s.value for s in OutboxStatus], key="ob_status")
+urlstate.publish(
+    {**range_params, "target": [] if selected == names else selected, "status": statuses}
+)
 if "ob_before" not in st.session_state:
     st.session_state["ob_before"] = []  # the pages' keyset positions, newest page first
 before = st.session_state["ob_before"][-1] if st.session_state["ob_before"] else None
 rows, total = data.outbox_messages(context.db_key(), tuple(selected), tuple(statuses), before, PAGE)
 shown = len(st.session_state["ob_before"]) * PAGE
 st.caption(f"{total:,} matching messages; showing {shown + 1:,}-{shown + len(rows):,}.")
-st.dataframe(rows, hide_index=True, key="ob_messages")
+widgets.dataframe(frames.table(rows, tz), "ob_messages")
 n1, n2 = st.columns(2)
 if st.session_state["ob_before"] and n1.button("Newer", key="ob_newer"):
     st.session_state["ob_before"].pop()
@@ -128,7 +142,7 @@ if picked is not None:
         if m["last_error"]:
             st.error(f"Last error ({m['error_class']}): {m['last_error']}")
         st.markdown("**Attempts**")
-        st.table(detail.attempts or [{"attempt": "none yet"}])
+        st.table(frames.table(detail.attempts or [{"attempt": "none yet"}], tz))
         st.markdown("**Payload** (secrets and configured PII fields masked)")
         st.code(masker.mask_body(m["payload"]), language="json")
         with st.expander("Headers the writer gave"):
@@ -158,9 +172,7 @@ else:
     )
     if go:
         engine = context.engine()
-        context.show_result(
-            context.act(lambda a: outbox_ops.replay(engine, chosen, actor=a, reason=reason))
-        )
+        context.act_and_refresh(lambda a: outbox_ops.replay(engine, chosen, actor=a, reason=reason))
 
 st.subheader("Check now")
 st.caption(
@@ -178,6 +190,6 @@ if st.button("Check the outbox now", key="ob_check"):
         return f"{name}: {summary.status}; found {found}; resolved {summary.resolved}"
 
     try:
-        context.show_result(context.act(check))
+        context.act_and_refresh(check)
     except HookledgerError as exc:
         st.error(str(exc))

@@ -1,14 +1,17 @@
-"""Overview: delivery health, processing outcomes, queue depth and discrepancies per source."""
+"""Overview: the health strip, then delivery health, processing outcomes, queue depth and
+discrepancies per source over the selected range."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
-
 import streamlit as st
 
-from dashboard import charts, context, data
+from dashboard import charts, context, data, urlstate, widgets
+from reconciler.ops import frames
+from reconciler.ops.display import age, count
+from reconciler.ops.health import judge
+from reconciler.ops.links import to
 from reconciler.ops.overview import kpis
-from reconciler.ops.timerange import PRESETS, TimeRange, choose_bucket, describe_width, preset
+from reconciler.ops.timerange import choose_bucket, describe_width
 
 st.title("Overview")
 if not context.guard():
@@ -17,107 +20,156 @@ if not context.guard():
 names = context.source_names()
 cfg = context.settings()
 threshold = cfg.reconcile.stuck_after_seconds
-
-left, right = st.columns([2, 3])
-choice = left.selectbox("Range", [*PRESETS, "Custom"], index=1, key="ov_range")
-now = context.now()
-if choice == "Custom":
-    today = now.date()
-    picked = right.date_input(
-        "From - to (UTC dates)", value=(today - timedelta(days=1), today), key="ov_custom"
-    )
-    if not isinstance(picked, tuple) or len(picked) != 2:
-        st.info("Pick a start and an end date.")
-        st.stop()
-    start = datetime.combine(picked[0], time.min, UTC)
-    end = datetime.combine(picked[1], time.min, UTC) + timedelta(days=1)
-    rng = TimeRange(start, min(end, now)) if start < min(end, now) else TimeRange(start, end)
-else:
-    rng = preset(choice, now)
-selected = right.multiselect("Sources", names, default=names, key="ov_sources")
 if not names:
     st.warning("No source is configured: add a [[sources]] table to the configuration.")
     st.stop()
+
+left, middle, right = st.columns([2, 4, 2], vertical_alignment="bottom")
+rng, range_params = widgets.range_picker("ov", context.now(), where=left)
+urlstate.seed_many("ov_sources", "source", names, names)
+selected = middle.multiselect("Sources", names, key="ov_sources")
+urlstate.seed("ov_auto", "refresh", False, parse=urlstate.parse_bool)
+auto = right.toggle("Auto-refresh every 30 s", key="ov_auto")
+urlstate.publish({**range_params, "source": selected if selected != names else [], "refresh": auto})
 if not selected:
     st.info("Select at least one source.")
     st.stop()
 
-width = choose_bucket(rng)
-ov = data.load_overview(context.db_key(), rng.start, rng.end, width, now, tuple(selected))
-st.caption(
-    f"{rng.start:%Y-%m-%d %H:%M} - {rng.end:%Y-%m-%d %H:%M} UTC · one bar per "
-    f"{describe_width(width)} · counts cached for {context.ttl()} s"
-)
 
-for k in kpis(ov, threshold):
-    with st.container(border=True):
-        st.subheader(k.source)
-        if not k.has_data:
-            st.info(f"No deliveries, events or discrepancies for '{k.source}' in this range.")
-            continue
-        c = st.columns(8)
-        c[0].metric("Accepted", f"{k.accepted:,}")
-        c[1].metric("Duplicate", f"{k.duplicate:,}")
-        c[2].metric("Rejected", f"{k.rejected:,}")
-        c[3].metric("Processed", f"{k.processed:,}")
-        c[4].metric("Failed attempts", f"{k.failed:,}")
-        c[5].metric("Dead-lettered", f"{k.dead:,}")
-        c[6].metric("Pending now", f"{k.pending_now:,}")
-        age = "-" if k.oldest_age_seconds is None else f"{k.oldest_age_seconds:,.0f} s"
-        c[7].metric("Oldest unprocessed", age)
-        if k.stuck:
-            st.markdown(
-                f":red[**Oldest unprocessed event is {k.oldest_age_seconds:,.0f} s old: past "
-                f"stuck_after_seconds ({threshold} s).**]"
-            )
-        if k.conflict:
-            st.markdown(
-                f":orange[**{k.conflict:,} conflicting redeliveries** (an event id again with other "
-                "content: held back, see Discrepancies, kind conflict).]"
-            )
-        if k.attempts:
-            shares = " · ".join(
-                f"{cls} {k.failure_share(cls):.1%}"
-                for cls in ("transient", "ambiguous", "permanent")
-            )
-            st.markdown(f"Failed attempts by class (share of {k.attempts:,} attempts): {shares}")
-        waiting = sum(k.waiting_for_a_person.values())
-        if waiting:
-            ambiguous = k.waiting_for_a_person.get("ambiguous", 0)
-            st.markdown(
-                f":red[**{waiting:,} events wait for a person**] (dead letters"
-                + (
-                    f"; {ambiguous:,} ambiguous: check whether their effect happened"
-                    if ambiguous
-                    else ""
+def body() -> None:
+    now = context.now()
+    current = widgets.range_at(range_params, now, rng)
+    width = choose_bucket(current)
+    tz = context.tz()
+    facts = data.health_facts(context.db_key(), now, tuple(selected), float(threshold))
+    widgets.health_strip(judge(facts, threshold, min(60, cfg.reconcile.snapshot_interval_seconds)))
+    ov = data.load_overview(
+        context.db_key(), current.start, current.end, width, now, tuple(selected)
+    )
+    st.caption(
+        f"{current.start.astimezone(tz):%Y-%m-%d %H:%M} - {current.end.astimezone(tz):%Y-%m-%d %H:%M} "
+        f"{context.tz_name()} · one bar per {describe_width(width)} · counts cached for "
+        f"{context.ttl()} s"
+    )
+    for k in kpis(ov, threshold):
+        with st.container(border=True):
+            st.subheader(k.source)
+            if not k.has_data:
+                st.info(f"No deliveries, events or discrepancies for '{k.source}' in this range.")
+                continue
+            c = st.columns(8)
+            c[0].metric("Accepted", f"{k.accepted:,}")
+            c[1].metric("Duplicate", f"{k.duplicate:,}")
+            c[2].metric("Rejected", f"{k.rejected:,}")
+            c[3].metric("Processed", f"{k.processed:,}")
+            c[4].metric("Failed attempts", f"{k.failed:,}")
+            c[5].metric("Dead-lettered", f"{k.dead_lettered:,}")  # events, not attempts
+            c[6].metric("Pending now", f"{k.pending_now:,}")
+            c[7].metric("Oldest unprocessed", age(k.oldest_age_seconds))
+            if k.stuck:
+                st.markdown(
+                    f":red[**The oldest unprocessed event is {age(k.oldest_age_seconds)} old: past "
+                    f"stuck_after_seconds ({age(threshold)}).**]"
                 )
-                + ")"
-            )
-        if k.open_discrepancies:
-            st.markdown(
-                "Open discrepancies: "
-                + ", ".join(f"**{kind}** {n:,}" for kind, n in k.open_discrepancies.items())
-            )
-        else:
-            st.markdown("Open discrepancies: none")
+            if k.conflict:
+                conflicts = count(k.conflict, "conflicting redelivery", "conflicting redeliveries")
+                st.markdown(
+                    f":orange[**{conflicts}** (an event id again with other content: held back).]"
+                )
+                widgets.link(
+                    to("discrepancies", source=[k.source], kind=["conflict"]),
+                    "Conflicts of " + k.source,
+                )
+            if k.attempts:
+                shares = " · ".join(
+                    f"{cls} {k.failure_share(cls):.1%}"
+                    for cls in ("transient", "ambiguous", "permanent")
+                )
+                st.markdown(
+                    f"Failed attempts by class (share of {k.attempts:,} attempts): {shares}"
+                )
+            links = st.columns(4)
+            waiting = sum(k.waiting_for_a_person.values())
+            if waiting:
+                ambiguous = k.waiting_for_a_person.get("ambiguous", 0)
+                verb = "waits" if waiting == 1 else "wait"
+                st.markdown(
+                    f":red[**{count(waiting, 'event')} {verb} for a person**] (dead letters"
+                    + (
+                        f"; {ambiguous:,} ambiguous: check whether their effect happened"
+                        if ambiguous
+                        else ""
+                    )
+                    + ")"
+                )
+                with links[0]:
+                    widgets.link(
+                        to("dead_letters", source=[k.source]), count(waiting, "dead letter")
+                    )
+            if k.open_discrepancies:
+                st.markdown(
+                    "Open discrepancies: "
+                    + ", ".join(f"**{kind}** {n:,}" for kind, n in k.open_discrepancies.items())
+                )
+                with links[1]:
+                    widgets.link(
+                        to("discrepancies", source=[k.source]),
+                        count(
+                            sum(k.open_discrepancies.values()),
+                            "open discrepancy",
+                            "open discrepancies",
+                        ),
+                    )
+            else:
+                st.markdown("Open discrepancies: none")
+            if k.pending_now:
+                with links[2]:
+                    widgets.link(
+                        to("events", source=[k.source], status=["pending", "processing", "failed"]),
+                        count(k.pending_now, "pending event"),
+                    )
+            with links[3]:
+                widgets.link(
+                    to("events", source=[k.source], **{"from": current.start, "to": current.end}),
+                    "Events in this range",
+                )
 
-st.plotly_chart(
-    charts.stacked_counts(ov.deliveries, rng, width, "Deliveries by outcome"),
-    key="chart_deliveries",
-)
-st.plotly_chart(
-    charts.stacked_counts(ov.attempts, rng, width, "Processing outcomes"), key="chart_attempts"
-)
-if ov.snapshots:
-    depth, age_fig = charts.queue_history(ov.snapshots, width, threshold)
+    st.plotly_chart(
+        charts.stacked_counts(
+            frames.counts_frame(ov.deliveries, width, tz), current, "Deliveries by outcome"
+        ),
+        key="chart_deliveries",
+    )
+    st.plotly_chart(
+        charts.stacked_counts(
+            frames.counts_frame(ov.attempts, width, tz), current, "Processing outcomes"
+        ),
+        key="chart_attempts",
+    )
+    history = frames.history_frame(
+        frames.snapshot_points(ov.snapshots),
+        width,
+        tz,
+        every_seconds=cfg.reconcile.snapshot_interval_seconds,
+    )
+    depth, age_fig = charts.history(
+        history,
+        current,
+        threshold,
+        (
+            "Pending events (snapshots)",
+            "events",
+            "Oldest unprocessed age (snapshots)",
+        ),
+    )
     st.plotly_chart(depth, key="chart_depth")
     st.plotly_chart(age_fig, key="chart_age")
-else:
-    st.info(
-        "No queue snapshots in this range: `hookledger schedule` records one per source every "
-        f"{cfg.reconcile.snapshot_interval_seconds} s."
-    )
-if ov.runs:
-    st.plotly_chart(charts.discrepancies_per_run(ov.runs), key="chart_runs")
-else:
-    st.info("No reconciliation run in this range.")
+    if not ov.snapshots:
+        st.caption(
+            "Queue snapshots come from `hookledger schedule`, one per source every "
+            f"{cfg.reconcile.snapshot_interval_seconds} s."
+        )
+    st.plotly_chart(charts.discrepancies_per_run(ov.runs, current), key="chart_runs")
+
+
+st.fragment(body, run_every=30 if auto else None)()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import context, data
+from dashboard import context, data, urlstate, widgets
 from reconciler.errors import HookledgerError
+from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops.identity import require_operator
 from reconciler.ops.runs import next_scheduled_run
@@ -25,27 +26,34 @@ try:
 except HookledgerError as exc:
     st.warning(str(exc))
 
-runs = data.recent_runs(context.db_key(), tuple(context.source_names()))
+names = context.source_names()
+urlstate.seed_many("r_sources", "source", [], names)
+chosen = st.multiselect("Sources", names, key="r_sources")
+urlstate.publish({"source": chosen})
+runs = data.recent_runs(context.db_key(), tuple(chosen or names))
 if runs:
-    st.dataframe(
-        [
-            {
-                "started_at": r["started_at"],
-                "source": r["source"],
-                "trigger": r["trigger"],
-                "status": str(r["status"]),
-                "duration_s": r["duration_seconds"],
-                "window_start": r["window_start"],
-                "window_end": r["window_end"],
-                "scanned": r["records_scanned"],
-                **{f"n_{k}": v for k, v in sorted((r["counts"] or {}).items())},
-                "error": r["error"],
-                "run_id": r["run_id"],
-            }
-            for r in runs
-        ],
-        hide_index=True,
-        key="r_runs",
+    widgets.dataframe(
+        frames.table(
+            [
+                {
+                    "started_at": r["started_at"],
+                    "source": r["source"],
+                    "trigger": r["trigger"],
+                    "status": str(r["status"]),
+                    "took": r["duration_seconds"],
+                    "window_start": r["window_start"],
+                    "window_end": r["window_end"],
+                    "scanned": r["records_scanned"],
+                    **{f"n_{k}": v for k, v in sorted((r["counts"] or {}).items())},
+                    "error": r["error"],
+                    "run_id": r["run_id"],
+                }
+                for r in runs
+            ],
+            context.tz(),
+            age_columns=("took",),
+        ),
+        "r_runs",
     )
 else:
     st.info("No reconciliation has run yet.")
@@ -53,7 +61,7 @@ else:
 st.subheader("Cursors")
 cursors = data.cursors(context.db_key())
 if cursors:
-    st.dataframe(cursors, hide_index=True, key="r_cursors")
+    widgets.dataframe(frames.table(cursors, context.tz()), "r_cursors")
 else:
     st.caption("No source has a stored cursor yet.")
 
@@ -81,7 +89,10 @@ else:
                 bar.empty()
                 st.error(f"{name}: {exc}")
             else:
-                bar.progress(1.0, text=f"{name}: {summary.records_scanned:,} records scanned")
-                st.cache_data.clear()
                 found = ", ".join(f"{k} {v}" for k, v in sorted(summary.found.items())) or "none"
-                st.success(f"{name}: {summary.status}; found: {found}; resolved {summary.resolved}")
+                st.cache_data.clear()
+                st.session_state["flash"] = (
+                    f"{name}: {summary.status}; {summary.records_scanned:,} records scanned; "
+                    f"found: {found}; resolved {summary.resolved}"
+                )
+                st.rerun()  # the run table shows the run just made

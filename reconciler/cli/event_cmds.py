@@ -75,6 +75,7 @@ def _jsonable(value: Any) -> Any:
 def cmd_events_show(args: argparse.Namespace) -> int:
     from reconciler.inbox.replay import event_detail
     from reconciler.ops.chain import business_rows
+    from reconciler.ops.links import event_url
     from reconciler.ops.masking import Masker
 
     with Command(args) as cmd:
@@ -110,6 +111,7 @@ def cmd_events_show(args: argparse.Namespace) -> int:
             ],
         }
     )
+    data["link"] = event_url(args.source, args.event_id, cmd.settings.dashboard.base_url)
     if args.json:
         print(json.dumps(data, indent=2, default=str))
         return EXIT_OK
@@ -133,6 +135,7 @@ def cmd_events_show(args: argparse.Namespace) -> int:
         "correlation_id",
     ):
         print(f"{key:>16}: {ev.get(key)}")
+    print(f"{'dashboard':>16}: {data['link']}")
     print(f"\nbody{' (as stored)' if args.raw else ' (masked)'}:\n{body}")
     print(f"\ndeliveries ({len(data['deliveries'])}):")
     for d in data["deliveries"]:

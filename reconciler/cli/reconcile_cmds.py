@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from reconciler.audit import default_actor
 from reconciler.cli.common import Command, open_engine
 from reconciler.errors import ConfigError, HookledgerError
+from reconciler.ops.links import page_url
 from reconciler.process import freeze_startup_objects
 from reconciler.states import DiscrepancyKind, DiscrepancyStatus
 from reconciler.storage.engine import database_error
@@ -174,6 +175,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         else:
             summaries.append(outcome.summary.to_json())
     impact = _impact(loaded, names)
+    base = settings.dashboard.base_url  # where the discrepancies can be opened
     if args.json:
         print(json.dumps({"runs": summaries, "money_impact": impact}, indent=2, default=str))
     else:
@@ -188,6 +190,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(
                 f"{s['source']}: {s['status']}, {s['records_scanned']} records scanned; found: {found}; resolved {s['resolved']}; open now: {open_now}"
             )
+            if s["open"]:
+                print(f"  {page_url('discrepancies', base, source=[s['source']])}")
         if impact:  # the state after the run(s), not what this run found: say so
             print("open money impact (missing / diverged / unapplied, all runs):")
         for row in impact:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,21 @@ def reset() -> None:
     _faults.cache_clear()
 
 
+# The demo's incident hour: while set, the application's CRM is "down" and every handler fails
+# with a transient error that asks to come back in ten minutes. Events with planned faults are
+# left alone, so the incident never changes what the reconciliation must find.
+OUTAGE = threading.Event()
+OUTAGE_RETRY_SECONDS = 600.0
+
+
+def _outage(event: Event) -> None:
+    if OUTAGE.is_set() and not any(event.event_id in planned for planned in _faults()):
+        raise TransientError(
+            "demo incident: the CRM answers 503 Service Unavailable",
+            retry_after=OUTAGE_RETRY_SECONDS,
+        )
+
+
 def _planted(event: Event) -> None:
     """Fail as planned: permanent always, transient on the first attempt only."""
     transient, permanent, _ = _faults()
@@ -73,6 +89,7 @@ def _planted(event: Event) -> None:
 
 
 def stripe_event(event: Event, conn: Connection) -> None:
+    _outage(event)
     obj: dict[str, Any] = event.payload["data"]["object"]
     if obj.get("object") != "invoice" or event.event_type not in STEP:
         _planted(event)  # charges and customers: nothing to keep, but they can fail
@@ -122,6 +139,7 @@ def receipt(invoice: dict[str, Any]) -> dict[str, Any]:
 
 
 def shopify_order(event: Event, conn: Connection) -> None:
+    _outage(event)
     _planted(event)
     order: dict[str, Any] = event.payload
     # the order's updated_at is its version (ISO-8601 UTC strings compare in time order)
@@ -157,6 +175,7 @@ def order_written(event: Event, conn: Connection) -> Verdict:
 
 
 def github_activity(event: Event, conn: Connection) -> None:
+    _outage(event)
     _planted(event)
     kind = (event.event_type or "").split(".")[0]
     item = event.payload.get(kind) if kind in ("issues", "pull_request") else None

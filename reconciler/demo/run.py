@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ from connectors.sandbox.world import World, build_world
 from reconciler.config import Settings, load_config
 from reconciler.demo import handlers, truth
 from reconciler.demo.business import invoices, metadata, orders
+from reconciler.demo.day import SLOT, Day, SteppedClock, arrival_times, day_ending
 from reconciler.demo.mailer import Mailer
 from reconciler.demo.workspace import DEMO_ENV, prepare_workspace
 from reconciler.errors import HookledgerError
@@ -72,11 +73,13 @@ from reconciler.storage.models import (
     INBOX_EVENTS,
     OUTBOX,
     DiscrepancyStatus,
+    EventStatus,
     OutboxStatus,
 )
-from reconciler.storage.types import utcnow
+from reconciler.storage.types import clock_override, utcnow
 
 log = logging.getLogger(__name__)
+DUE_STATUSES = (EventStatus.PENDING, EventStatus.FAILED)
 
 __all__ = ["DEMO_ENV", "DemoOptions", "DemoResult", "run_demo"]
 
@@ -150,6 +153,75 @@ def _webhooks(world: World, settings: Settings, seed: int) -> dict[str, list[Web
         "github": github_webhooks(world.github_attempts, secrets["github"]),
         "shopify": shopify_webhooks(world, secrets["shopify"], seed=seed),
     }
+
+
+def _deliver_day(
+    engine: Engine,
+    settings: Settings,
+    day: Day,
+    clock: SteppedClock,
+    arrivals: list[tuple[datetime, str, Webhook]],
+    client: httpx.Client,
+    base: str,
+    reports: dict[str, Report],
+    progress: Progress,
+    task: Any,
+) -> None:
+    """Slot by slot through the day: set the clock, deliver the slot's webhooks, record the queue
+    (what the slot built up), then let the worker and the publisher finish what is due before the
+    clock moves on. The incident hour fails every handler; its retries come due in later slots."""
+    i = 0
+    for slot in day.slots():
+        clock.jump(slot)
+        if day.in_incident(slot):
+            handlers.OUTAGE.set()
+        else:
+            handlers.OUTAGE.clear()
+        while i < len(arrivals) and arrivals[i][0] < slot + SLOT:
+            _, name, hook = arrivals[i]
+            send(client, f"{base}/webhooks/{name}", [hook], reports[name])
+            progress.advance(task)
+            i += 1
+        snapshot(engine, settings)
+        _wait_quiet(engine, clock)
+    handlers.OUTAGE.clear()
+    # what the last slots still had to retry (none should be left: the tail is there for them)
+    _wait_quiet(engine, clock)
+
+
+def _wait_quiet(engine: Engine, clock: SteppedClock, timeout: float = 120.0) -> None:
+    """Until nothing is being processed or sent and nothing is due at the clock's time."""
+    deadline = time.monotonic() + timeout
+    e, o = INBOX_EVENTS, OUTBOX
+    while True:
+        now = clock()
+        with engine.connect() as conn:
+            busy = (
+                conn.execute(
+                    select(func.count())
+                    .select_from(e)
+                    .where(
+                        (e.c.status == EventStatus.PROCESSING)
+                        | (e.c.status.in_(DUE_STATUSES) & (e.c.next_attempt_at <= now))
+                    )
+                ).scalar_one()
+                + conn.execute(
+                    select(func.count())
+                    .select_from(o)
+                    .where(
+                        (o.c.status == OutboxStatus.SENDING)
+                        | (
+                            o.c.status.in_((OutboxStatus.PENDING, OutboxStatus.FAILED))
+                            & (o.c.next_attempt_at <= now)
+                        )
+                    )
+                ).scalar_one()
+            )
+        if not busy:
+            return
+        if time.monotonic() > deadline:
+            raise HookledgerError(f"the worker and publisher did not catch up ({busy} due)")
+        time.sleep(0.05)
 
 
 def _wait_drained(engine: Engine, timeout: float = 300.0) -> None:
@@ -351,30 +423,27 @@ def run_demo(opts: DemoOptions) -> DemoResult:
     worker = Worker(engine, settings, handlers.registry())
     senders = publishers(engine, settings, settings.outbox.concurrency)
 
-    def snapshots(stop: threading.Event) -> None:
-        while not stop.wait(1.0):
-            try:
-                snapshot(engine, settings)
-            except Exception:  # the demo goes on without one chart point
-                log.exception("queue snapshot failed")
+    day = day_ending(utcnow())
+    clock = SteppedClock(day.start)
 
     try:
         with contextlib.ExitStack() as running:
+            # every time the receiver, the worker and the publisher store is the day's clock
+            running.enter_context(clock_override(clock))
             running.enter_context(_serving(Sandbox(world).app, sandbox_sock))
             running.enter_context(_serving(mailer.app, mailer_sock))
             running.enter_context(_serving(create_app(settings, engine), receiver_sock))
             running.enter_context(_background(worker.run))
             for sender in senders:
                 running.enter_context(_background(sender.run))
-            running.enter_context(_background(snapshots))
             console.print(
                 f"[bold]hookledger demo[/bold] in {directory} (seed {opts.seed}): sandbox provider on "
                 f"{sandbox_url}, receiver on {settings.receiver.host}:{settings.receiver.port}"
             )
-            total = sum(len(o) for o, _ in plans.values())
+            arrivals = arrival_times({name: ordered for name, (ordered, _) in plans.items()}, day)
             with (
                 Progress(
-                    TextColumn("delivering webhooks"),
+                    TextColumn("delivering a day of webhooks"),
                     BarColumn(),
                     MofNCompleteColumn(),
                     TimeElapsedColumn(),
@@ -383,16 +452,11 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                 ) as progress,
                 httpx.Client(timeout=30) as client,
             ):
-                task = progress.add_task("send", total=total)
+                task = progress.add_task("send", total=len(arrivals))
                 base = f"http://{settings.receiver.host}:{settings.receiver.port}"
-                for name, (ordered, report) in plans.items():
-                    send(
-                        client,
-                        f"{base}/webhooks/{name}",
-                        ordered,
-                        report,
-                        on_sent=lambda: progress.advance(task),
-                    )
+                _deliver_day(
+                    engine, settings, day, clock, arrivals, client, base, reports, progress, task
+                )
                 conflict = truth.choose_conflict(world, reports, faults, opts.seed)
                 if conflict is not None:
                     _redeliver_changed(client, f"{base}/webhooks/stripe", world, conflict, settings)
@@ -402,6 +466,8 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                 raise HookledgerError(f"the receiver refused demo deliveries: {bad}")
             _wait_drained(engine)
             _wait_sent(engine)
+            clock.jump(datetime.now(UTC))  # the day is over: the reconciliation runs now
+            snapshot(engine, settings)
             receipts = truth.expected_receipts(world, reports)
             tampering = truth.choose_tampering(world, reports, faults, opts.seed)
             _tamper(business, tampering)

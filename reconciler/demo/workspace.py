@@ -34,15 +34,15 @@ port = {receiver_port}
 
 [worker]
 handlers = ["reconciler.demo.worker_handlers"]
-max_attempts = 3
+max_attempts = 10
 backoff_base_seconds = 0.2
 backoff_max_seconds = 1.0
-poll_interval_seconds = 0.2
+poll_interval_seconds = 0.05
 
 [outbox]
 backoff_base_seconds = 0.2
 backoff_max_seconds = 1.0
-poll_interval_seconds = 0.2
+poll_interval_seconds = 0.05
 lease_seconds = 10.0
 
 [[outbox.targets]]

@@ -124,6 +124,34 @@ def related_fields(conn: Connection, source: str, record_key: str) -> list[dict[
     return [dict(r._mapping) for r in conn.execute(stmt)]
 
 
+def same_object(
+    conn: Connection, source: str, object_id: str | None, exclude_id: int, limit: int = 50
+) -> list[dict[str, Any]]:
+    """Other discrepancies of the same object in the same source, any kind (the ``missing`` event
+    that explains a ``diverged`` object, say), newest first."""
+    if not object_id:
+        return []
+    stmt = (
+        select(
+            DISCREPANCIES.c.id,
+            DISCREPANCIES.c.kind,
+            DISCREPANCIES.c.status,
+            DISCREPANCIES.c.event_id,
+            DISCREPANCIES.c.event_type,
+            DISCREPANCIES.c.field,
+            DISCREPANCIES.c.last_seen_at,
+        )
+        .where(
+            DISCREPANCIES.c.source == source,
+            DISCREPANCIES.c.object_id == object_id,
+            DISCREPANCIES.c.id != exclude_id,
+        )
+        .order_by(DISCREPANCIES.c.last_seen_at.desc(), DISCREPANCIES.c.id.desc())
+        .limit(limit)
+    )
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
 def _last_key(field: str) -> str:
     return field.rsplit(".", 1)[-1].split("[", 1)[0]
 

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, or_, select
+from sqlalchemy import Connection, and_, func, or_, select
 
 from reconciler.inbox.replay import EventDetail
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
+from reconciler.storage.sql import LIKE_ESCAPE, like_literal
 
 SUMMARY_COLUMNS = (
     INBOX_EVENTS.c.source,
@@ -62,6 +63,86 @@ def search_events(
         .limit(limit)
     )
     return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """What the Events page's list shows; every part optional."""
+
+    sources: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()
+    received_from: datetime | None = None  # inclusive
+    received_to: datetime | None = None  # exclusive
+    id_prefix: str = ""  # the event id's start, any case
+
+    def where(self) -> list[Any]:
+        e = INBOX_EVENTS
+        clauses: list[Any] = []
+        if self.sources:
+            clauses.append(e.c.source.in_(self.sources))
+        if self.types:
+            clauses.append(e.c.event_type.in_(self.types))
+        if self.statuses:
+            clauses.append(e.c.status.in_(self.statuses))
+        if self.origins:
+            clauses.append(e.c.origin.in_(self.origins))
+        if self.received_from is not None:
+            clauses.append(e.c.received_at >= self.received_from)
+        if self.received_to is not None:
+            clauses.append(e.c.received_at < self.received_to)
+        prefix = self.id_prefix.replace("\x00", "").strip()
+        if prefix:
+            pattern = like_literal(prefix.lower()) + "%"
+            clauses.append(func.lower(e.c.event_id).like(pattern, escape=LIKE_ESCAPE))
+        return clauses
+
+
+@dataclass(frozen=True)
+class EventPage:
+    rows: list[dict[str, Any]]
+    total: int
+    next_after: tuple[datetime, int] | None  # pass back as ``after`` for the next page
+
+
+def list_events(
+    conn: Connection,
+    flt: EventFilter,
+    *,
+    after: tuple[datetime, int] | None = None,
+    limit: int = 50,
+) -> EventPage:
+    """A page of events, newest first, keyset-paged on ``(received_at, id)``, with the total that
+    matches (no silent cap: the page says "50 of 3,211")."""
+    e = INBOX_EVENTS
+    where = flt.where()
+    stmt = select(e.c.id, *SUMMARY_COLUMNS).where(*where)
+    if after is not None:
+        at, last_id = after
+        stmt = stmt.where(or_(e.c.received_at < at, and_(e.c.received_at == at, e.c.id < last_id)))
+    stmt = stmt.order_by(e.c.received_at.desc(), e.c.id.desc()).limit(limit + 1)
+    rows = [dict(r._mapping) for r in conn.execute(stmt)]
+    more = len(rows) > limit
+    rows = rows[:limit]
+    total = int(conn.execute(select(func.count()).select_from(e).where(*where)).scalar_one())
+    last = rows[-1] if rows else None
+    return EventPage(rows, total, (last["received_at"], last["id"]) if more and last else None)
+
+
+def in_inbox(conn: Connection, source: str, event_id: str) -> bool:
+    e = INBOX_EVENTS
+    stmt = select(e.c.id).where(e.c.source == source, e.c.event_id == event_id)
+    return conn.execute(stmt).first() is not None
+
+
+def event_types(conn: Connection, sources: Sequence[str] = (), limit: int = 500) -> list[str]:
+    """The event types seen (for the filter's choices)."""
+    e = INBOX_EVENTS
+    stmt = select(e.c.event_type).where(e.c.event_type.is_not(None)).distinct()
+    if sources:
+        stmt = stmt.where(e.c.source.in_(sources))
+    return sorted(str(t) for (t,) in conn.execute(stmt.limit(limit)))
 
 
 @dataclass(frozen=True)

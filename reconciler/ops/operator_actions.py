@@ -17,8 +17,10 @@ from reconciler.config import Settings
 from reconciler.errors import ActionRefusedError, ConfigError, HookledgerError
 from reconciler.inbox import conflicts
 from reconciler.inbox.replay import replay_event
-from reconciler.ops.dead_letters import replay_many
+from reconciler.ops.dead_letters import DeadFilter, replay_many, replay_matching
+from reconciler.ops.display import count as count_of
 from reconciler.reconcile import repair
+from reconciler.reconcile.export import DiscrepancyFilter, count
 from reconciler.reconcile.run import RunSummary
 from reconciler.reconcile.sweep import reconcile_one, reconciler_for
 from reconciler.sources import build_connector
@@ -47,6 +49,49 @@ def replay_selection(
     with engine.begin() as conn:
         n = replay_many(conn, keys, actor=actor, reason=why)
     return f"{n} events put back to pending"
+
+
+def replay_dead_matching(
+    engine: Engine,
+    flt: DeadFilter,
+    *,
+    actor: str,
+    reason: str,
+    expected: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:
+    """Replay every dead event of a selection (the count the operator confirmed), one audit entry."""
+    why = _reason(reason)
+    n = replay_matching(engine, flt, actor=actor, reason=why, expected=expected, progress=progress)
+    return (
+        f"{count_of(n, 'event')} put back to pending ({flt.describe()}; same event ids; one audit "
+        "entry)"
+    )
+
+
+def set_status_matching(
+    engine: Engine,
+    flt: DiscrepancyFilter,
+    status: DiscrepancyStatus,
+    *,
+    actor: str,
+    reason: str,
+    expected: int,
+) -> str:
+    """Resolve or ignore every discrepancy a filter matches, in one transaction, one audit entry;
+    refused if the match count moved since the operator confirmed it."""
+    why = _reason(reason)
+    with engine.begin() as conn:
+        now = count(conn, flt)
+        if now != expected:
+            raise ActionRefusedError(
+                f"the filter now matches {now:,} discrepancies, not the {expected:,} confirmed: "
+                "count again and confirm"
+            )
+        if now == 0:
+            raise ActionRefusedError("no discrepancy matches the filter")
+        n = repair.set_status_bulk(conn, flt, status, actor=actor, reason=why)
+    return f"{n:,} discrepancies marked {status.value} (one audit entry)"
 
 
 def set_discrepancy_status(

@@ -26,6 +26,7 @@ from reconciler.storage.models import (
     EventStatus,
 )
 from reconciler.storage.queries import (
+    dead_lettered_events,
     failures_by_class,
     open_discrepancies,
     waiting_for_a_person,
@@ -277,6 +278,7 @@ class Overview:
     runs: list[RunPoint]
     failures: dict[str, dict[str, int]] = field(default_factory=dict)  # in range, by error class
     waiting: dict[str, dict[str, int]] = field(default_factory=dict)  # dead now, by error class
+    dead_lettered: dict[str, int] = field(default_factory=dict)  # distinct events, in range
 
 
 def load_overview(
@@ -297,6 +299,7 @@ def load_overview(
         runs=run_points(conn, rng, srcs),
         failures=failures_by_class(conn, rng.start, rng.end, srcs),
         waiting=waiting_for_a_person(conn, srcs),
+        dead_lettered=dead_lettered_events(conn, rng.start, rng.end, srcs),
     )
 
 
@@ -310,6 +313,7 @@ class SourceKpis:
     processed: int = 0
     failed: int = 0
     dead: int = 0  # attempts that dead-lettered an event in the range
+    dead_lettered: int = 0  # distinct events dead-lettered in the range
     pending_now: int = 0
     dead_now: int = 0
     oldest_age_seconds: float | None = None
@@ -362,6 +366,9 @@ def kpis(ov: Overview, stuck_after_seconds: float) -> list[SourceKpis]:
         k = out[c.source]
         if c.key in ("processed", "failed", "dead"):
             setattr(k, c.key, getattr(k, c.key) + c.n)
+    for source, n in ov.dead_lettered.items():
+        if source in out:
+            out[source].dead_lettered = n
     for q in ov.queue:
         k = out[q.source]
         k.pending_now = q.pending

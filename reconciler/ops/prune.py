@@ -49,6 +49,7 @@ from reconciler.storage.models import (
     OUTBOX_SNAPSHOTS,
     PROCESSING_ATTEMPTS,
     QUEUE_SNAPSHOTS,
+    SCHEDULER_HEARTBEATS,
     DeliveryOutcome,
     DiscrepancyKind,
     DiscrepancyStatus,
@@ -203,6 +204,8 @@ def prune(
             delete(d).where(d.c.outcome == DeliveryOutcome.REJECTED, d.c.received_at < cutoff)
         ).rowcount
         result.snapshots += conn.execute(delete(q).where(q.c.at < cutoff)).rowcount
+        # schedulers that stopped beating before the cutoff (each start adds a row: host:pid)
+        conn.execute(delete(SCHEDULER_HEARTBEATS).where(SCHEDULER_HEARTBEATS.c.beat_at < cutoff))
         record_audit(
             conn,
             actor=actor,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 PRESETS: dict[str, timedelta] = {
+    "Last 15 minutes": timedelta(minutes=15),
     "Last hour": timedelta(hours=1),
     "Last 24 hours": timedelta(hours=24),
     "Last 7 days": timedelta(days=7),
@@ -73,4 +74,6 @@ def describe_width(width: int) -> str:
         return f"{width // 86400} d"
     if width % 3600 == 0:
         return f"{width // 3600} h"
-    return f"{width // 60} min"
+    if width % 60 == 0:
+        return f"{width // 60} min"
+    return f"{width} s"

@@ -103,6 +103,8 @@ class InboxEvent(Base):
         Index("ix_inbox_events_source_received_at", "source", "received_at"),
         Index("ix_inbox_events_source_object", "source", "object_type", "object_id"),
         Index("ix_inbox_events_correlation_id", "correlation_id"),
+        # the Events page lists every source newest first, a page at a time (keyset on both)
+        Index("ix_inbox_events_received_at_id", "received_at", "id"),
     )
 
 
@@ -300,6 +302,17 @@ class ReconLease(Base):
     expires_at: Mapped[datetime]
 
 
+class SchedulerHeartbeat(Base):
+    """Each running ``hookledger schedule`` says it is alive here every snapshot interval, so the
+    dashboard can tell a quiet night from a dead scheduler."""
+
+    __tablename__ = "scheduler_heartbeats"
+
+    owner: Mapped[str] = mapped_column(String(128), primary_key=True)  # host:pid
+    started_at: Mapped[datetime]
+    beat_at: Mapped[datetime]
+
+
 class QueueSnapshot(Base):
     """Per-source queue depth over time, recorded every minute by the scheduler."""
 
@@ -484,6 +497,7 @@ DISCREPANCIES = cast(Table, Discrepancy.__table__)
 RECON_SEEN = cast(Table, ReconSeen.__table__)
 RECON_LEASES = cast(Table, ReconLease.__table__)
 QUEUE_SNAPSHOTS = cast(Table, QueueSnapshot.__table__)
+SCHEDULER_HEARTBEATS = cast(Table, SchedulerHeartbeat.__table__)
 HOURLY_COUNTS = cast(Table, HourlyCount.__table__)
 ROLLUP_MARKS = cast(Table, RollupMark.__table__)
 QUEUE_SNAPSHOTS_HOURLY = cast(Table, QueueSnapshotHourly.__table__)

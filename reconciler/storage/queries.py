@@ -64,6 +64,22 @@ def failures_by_class(
     return out
 
 
+def dead_lettered_events(
+    conn: Connection, start: datetime, end: datetime, sources: Sequence[str] = ()
+) -> dict[str, int]:
+    """Events dead-lettered in ``[start, end)`` per source: distinct events, so one replayed and
+    dead-lettered again counts once."""
+    a = PROCESSING_ATTEMPTS
+    stmt = (
+        select(a.c.source, func.count(a.c.inbox_event_id.distinct()))
+        .where(a.c.finished_at >= start, a.c.finished_at < end, a.c.outcome == EventStatus.DEAD)
+        .group_by(a.c.source)
+    )
+    if sources:
+        stmt = stmt.where(a.c.source.in_(sources))
+    return {str(source): int(n) for source, n in conn.execute(stmt)}
+
+
 def waiting_for_a_person(
     conn: Connection, sources: Sequence[str] = ()
 ) -> dict[str, dict[str, int]]:

@@ -51,3 +51,13 @@ def pin_index(stmt: Any, table: Table, index: str, dialect: Dialect) -> Any:
     if dialect.name == "sqlite":
         return stmt.with_hint(table, f"INDEXED BY {index}", dialect_name="sqlite")
     return stmt
+
+
+LIKE_ESCAPE = "\\"
+
+
+def like_literal(text: str) -> str:
+    """``text`` for a LIKE pattern, its wildcards and the escape character matched as themselves
+    (use with ``escape=LIKE_ESCAPE``); NULs dropped, as no stored text holds one."""
+    cleaned = text.replace("\x00", "")
+    return cleaned.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,5 +50,25 @@ def as_utc(value: Any) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def utcnow() -> datetime:
+def _wall_clock() -> datetime:
     return datetime.now(UTC)
+
+
+_clock: Callable[[], datetime] = _wall_clock
+
+
+def utcnow() -> datetime:
+    """Now, as every stored time is taken: the wall clock, or the clock ``clock_override`` set."""
+    return _clock()
+
+
+@contextmanager
+def clock_override(clock: Callable[[], datetime]) -> Iterator[None]:
+    """Take every stored time from ``clock`` in this process for the block (the demo lays a day of
+    traffic out in a minute through the real receiver, worker and publisher this way)."""
+    global _clock
+    previous, _clock = _clock, clock
+    try:
+        yield
+    finally:
+        _clock = previous

@@ -112,6 +112,7 @@ def test_worker_replay_and_events_show(
     out = capsys.readouterr().out
     assert "status: pending" in out and "bob  replay  retry after fix" in out
     assert "permanent  PermanentError: invoice payload is broken" in out
+    assert "dashboard: http://127.0.0.1:8501/events?source=stripe&event_id=evt_broken" in out
 
     assert (
         main(["events", "show", "evt_broken", "--source", "stripe", "--json", "--config", cfg]) == 0
@@ -122,6 +123,7 @@ def test_worker_replay_and_events_show(
     )  # kept across the replay
     assert [a["outcome"] for a in data["attempts"]] == ["dead"]
     assert data["audit"][0]["actor"] == "bob"
+    assert data["link"] == "http://127.0.0.1:8501/events?source=stripe&event_id=evt_broken"
     with engine.connect() as conn:
         assert conn.execute(select(AUDIT_LOG.c.action)).scalar_one() == "replay"
 

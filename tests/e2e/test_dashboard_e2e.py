@@ -152,12 +152,12 @@ def test_overview_discrepancy_replay_audit_and_csv(dashboard: tuple[str, str]) -
             _shot(page, "overview")
 
             # Discrepancies: filter to diverged, inspect, replay its event with a reason
-            page.get_by_role("link", name="Discrepancies").click()
+            page.get_by_test_id("stSidebar").get_by_role("link", name="Discrepancies").click()
             expect(page.get_by_role("heading", name="Discrepancies")).to_be_visible()
-            expect(page.get_by_text("2 matching discrepancies")).to_be_visible()
+            expect(page.get_by_text("2 matching discrepancies;")).to_be_visible()
             _select(page, "Kind", "diverged")
             page.keyboard.press("Escape")
-            expect(page.get_by_text("1 matching discrepancies")).to_be_visible()
+            expect(page.get_by_text("1 matching discrepancies;")).to_be_visible()
 
             with page.expect_download() as dl:
                 page.get_by_role("button", name="Download CSV").click()
@@ -165,17 +165,22 @@ def test_overview_discrepancy_replay_audit_and_csv(dashboard: tuple[str, str]) -
             assert rows[0][:4] == ["discrepancy_id", "source", "kind", "status"]
             assert [(r[1], r[2], r[7]) for r in rows[1:]] == [("stripe", "diverged", "in_2")]
 
-            _select(page, "Inspect", "diverged")
+            did = rows[1][0]
+            box = page.get_by_label("Open discrepancy #")
+            box.fill(did)
+            box.press("Enter")
             expect(page.get_by_text("Source says")).to_be_visible()
-            page.get_by_label("Reason (required").fill("customer asked for a re-sync")
-            page.get_by_text("Yes, apply this action to discrepancy").click()
-            page.get_by_role("button", name="Apply").click()
+            assert f"id={did}" in page.url  # the discrepancy's link
+            form = page.get_by_test_id("stForm").filter(has_text="Yes, apply this action")
+            form.get_by_label("Reason (required").fill("customer asked for a re-sync")
+            form.get_by_text("Yes, apply this action to discrepancy").click()
+            form.get_by_role("button", name="Apply").click()
             expect(page.get_by_text("processed → pending")).to_be_visible()
             _shot(page, "discrepancy-replayed")
 
             # Events: the replay is in the event's timeline, with who and why
-            page.get_by_role("link", name="Events").click()
-            search = page.get_by_label("Event id, object id, delivery id or correlation id")
+            page.get_by_test_id("stSidebar").get_by_role("link", name="Events").click()
+            search = page.get_by_label("Find by event id, object id, delivery id or correlation")
             search.fill("evt_2")
             search.press("Enter")
             expect(
@@ -222,22 +227,21 @@ def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> N
         expect = playwright_api.expect
         with playwright_api.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1500})
+            # tall enough that the README's screenshot shows the day's charts too
+            page = browser.new_page(viewport={"width": 1400, "height": 3300})
             page.set_default_timeout(30_000)
             try:
                 page.goto(base)
-                # the day's traffic is delivered within seconds: the last hour shows it per minute
-                _select(page, "Range", "Last hour")
-                expect(page.get_by_text("one bar per 1 min")).to_be_visible()
+                # the demo's day over the last 24 hours, a bar per 15 minutes
+                expect(page.get_by_text("one bar per 15 min")).to_be_visible()
                 _charts_render(page, 5)
                 expect(page.get_by_text("Open discrepancies: dead").first).to_be_visible()
                 page.wait_for_timeout(1500)  # let plotly finish drawing
                 _shot(page, "demo-overview")
                 # the outgoing side of the same day: the receipts the demo sent its mailer
-                page.get_by_role("link", name="Outbox").click()
+                page.get_by_test_id("stSidebar").get_by_role("link", name="Outbox").click()
                 expect(page.get_by_role("heading", name="mailer")).to_be_visible()
-                _select(page, "Range", "Last hour")
-                expect(page.get_by_text("one bar per 1 min")).to_be_visible()
+                expect(page.get_by_text("one bar per 15 min")).to_be_visible()
                 sent = page.get_by_test_id("stMetric").filter(has_text="Sent in range")
                 expect(sent).to_contain_text(str(len(result.receipts)))
                 _charts_render(page, 3)

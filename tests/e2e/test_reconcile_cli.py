@@ -75,11 +75,13 @@ def test_cli_reconcile_exit_codes_json_and_bulk_actions(
     assert got == expected_missing
     assert run["status"] == "succeeded" and run["records_scanned"] == 150
     assert sum(run["open"].values()) == len(scenario.expected)
-    # the text form: the run's line, then the open money impact under a line that says what it is
+    # the text form: the run's line with the dashboard link to what is open, then the open money
+    # impact under a line that says what it is
     assert main(["reconcile", "--config", cfg]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("stripe: succeeded, 0 records scanned")  # nothing new since
-    assert lines[1] == "open money impact (missing / diverged / unapplied, all runs):"
+    assert lines[1] == "  http://127.0.0.1:8501/discrepancies?source=stripe"
+    assert lines[2] == "open money impact (missing / diverged / unapplied, all runs):"
     assert {line.split(" records, ")[0] for line in lines[2:]} >= {
         f"  stripe: missing {sum(1 for c, _ in truth if c == currency)}"
         for currency in expected_missing

@@ -1,0 +1,135 @@
+"""Widgets more than one page renders: the time range picker, in-app links, the health strip,
+readable tables. They render only; what they show comes from ``reconciler.ops``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import context, urlstate
+from reconciler.ops.health import Level, Signal
+from reconciler.ops.links import PageLink
+from reconciler.ops.timerange import PRESETS, TimeRange, preset
+
+RANGE_CODES = {
+    "15m": "Last 15 minutes",
+    "1h": "Last hour",
+    "24h": "Last 24 hours",
+    "7d": "Last 7 days",
+    "30d": "Last 30 days",
+    "custom": "Custom",
+}
+_CODE_OF = {label: code for code, label in RANGE_CODES.items()}
+assert set(RANGE_CODES.values()) == {*PRESETS, "Custom"}
+LEVEL_BADGE = {
+    Level.OK: ":green-badge[OK]",
+    Level.WARN: ":orange-badge[CHECK]",
+    Level.BAD: ":red-badge[ACT]",
+}
+
+
+def range_picker(
+    prefix: str, now: datetime, default: str = "24h", where: Any = None
+) -> tuple[TimeRange, dict[str, Any]]:
+    """A preset or a custom range with times (UTC); returns the range and its URL parameters."""
+    key = f"{prefix}_range"
+    urlstate.seed(key, "range", RANGE_CODES[default], parse=lambda c: RANGE_CODES[c])
+    label = (where or st).selectbox("Range", list(RANGE_CODES.values()), key=key)
+    code = _CODE_OF[label]
+    if code != "custom":
+        return preset(label, now), {"range": code}
+    day_ago = now - timedelta(days=1)
+    ends: tuple[tuple[str, str, datetime], ...] = (("1", "from", day_ago), ("2", "to", now))
+    for part, param, fallback in ends:
+        urlstate.seed(
+            f"{prefix}_d{part}",
+            param,
+            fallback.date(),
+            parse=lambda r: urlstate.parse_time(r).date(),
+        )
+        urlstate.seed(
+            f"{prefix}_t{part}",
+            param,
+            fallback.time().replace(second=0, microsecond=0),
+            parse=lambda r: urlstate.parse_time(r).time(),
+        )
+    c = st.columns(4)
+    d1 = c[0].date_input("From (UTC date)", key=f"{prefix}_d1")
+    t1 = c[1].time_input("at (UTC)", key=f"{prefix}_t1", step=300)
+    d2 = c[2].date_input("To (UTC date)", key=f"{prefix}_d2")
+    t2 = c[3].time_input("at (UTC) ", key=f"{prefix}_t2", step=300)
+    if not isinstance(d1, date) or not isinstance(d2, date):
+        st.info("Pick a start and an end date.")
+        st.stop()
+    start = datetime.combine(d1, t1 or time.min, UTC)
+    end = datetime.combine(d2, t2 or time.min, UTC)
+    if end <= start:
+        st.error(
+            f"The range ends ({end:%Y-%m-%d %H:%M}) before it starts ({start:%Y-%m-%d %H:%M})."
+        )
+        st.stop()
+    return TimeRange(start, end), {"range": "custom", "from": start, "to": end}
+
+
+def received_range(prefix: str, where: Any = None) -> tuple[datetime | None, datetime | None]:
+    """Two typed times (ISO 8601, UTC without a zone; empty for no bound), seeded from and kept in
+    the URL's ``from``/``to``; a time that does not parse stops the page with one clear line."""
+    times: list[datetime | None] = []
+    cols = (where or st).columns(2)
+    for i, (param, label, example) in enumerate(
+        (
+            ("from", "Received from", "2026-12-02T10:00"),
+            ("to", "Received before", "2026-12-02T11:00"),
+        )
+    ):
+        key = f"{prefix}_{param}"
+        urlstate.seed(key, param, "", parse=lambda r: urlstate.parse_time(r).isoformat())
+        text = cols[i].text_input(label, key=key, placeholder=example).strip()
+        if not text:
+            times.append(None)
+            continue
+        try:
+            times.append(urlstate.parse_time(text))
+        except ValueError:
+            st.error(f"{label}: '{text}' is not a time like {example} (UTC).")
+            st.stop()
+    return times[0], times[1]
+
+
+def range_at(params: dict[str, Any], now: datetime, picked: TimeRange) -> TimeRange:
+    """The picked range as of ``now``: a preset moves with time (an auto-refresh), a custom one not."""
+    code = params["range"]
+    return picked if code == "custom" else preset(RANGE_CODES[code], now)
+
+
+def link(target: PageLink, label: str, key: str | None = None) -> None:
+    """An in-app link (no reload; the target page opens with the link's state)."""
+    st.page_link(f"views/{target.page}.py", label=label, query_params=target.query() or None)
+
+
+def health_strip(signals: Sequence[Signal]) -> None:
+    per_row = 4
+    for first in range(0, len(signals), per_row):
+        cols = st.columns(per_row)
+        for i, signal in enumerate(signals[first : first + per_row]):
+            with cols[i].container(border=True):
+                st.markdown(f"{LEVEL_BADGE[signal.level]} {signal.label}: **{signal.value}**")
+                st.caption(signal.detail)
+                if signal.link is not None:
+                    link(signal.link, "Open")
+
+
+def dataframe(frame: pd.DataFrame, key: str, **kwargs: Any) -> None:
+    """A readable table, or a line saying it is empty."""
+    if frame.empty:
+        st.caption("Nothing to show.")
+        return
+    st.dataframe(frame, hide_index=True, key=key, **kwargs)
+
+
+def tz_caption() -> str:
+    return context.tz_name()
