@@ -94,15 +94,6 @@ def dead_groups(db: str, sources: tuple[str, ...]) -> list[dead_letters.DeadGrou
     return context.read(dead_letters.dead_groups, sources)
 
 
-@st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
-def dead_events(
-    db: str, source: str, event_type: str | None, last_error: str | None
-) -> list[dict[str, Any]]:
-    return context.read(
-        dead_letters.dead_events, source=source, event_type=event_type, last_error=last_error
-    )
-
-
 @st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
 def recent_runs(db: str, sources: tuple[str, ...]) -> list[dict[str, Any]]:
     return context.read(runs.recent_runs, sources)

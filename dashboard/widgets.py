@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import context, urlstate
+from dashboard import urlstate
 from reconciler.ops.health import Level, Signal
 from reconciler.ops.links import PageLink
 from reconciler.ops.timerange import PRESETS, TimeRange, preset
@@ -106,7 +106,7 @@ def range_at(params: dict[str, Any], now: datetime, picked: TimeRange) -> TimeRa
     return picked if code == "custom" else preset(RANGE_CODES[code], now)
 
 
-def link(target: PageLink, label: str, key: str | None = None) -> None:
+def link(target: PageLink, label: str) -> None:
     """An in-app link (no reload; the target page opens with the link's state)."""
     st.page_link(f"views/{target.page}.py", label=label, query_params=target.query() or None)
 
@@ -129,7 +129,3 @@ def dataframe(frame: pd.DataFrame, key: str, **kwargs: Any) -> None:
         st.caption("Nothing to show.")
         return
     st.dataframe(frame, hide_index=True, key=key, **kwargs)
-
-
-def tz_caption() -> str:
-    return context.tz_name()

@@ -236,7 +236,11 @@ def replay_matching(
             replayed.extend((r.source, r.event_id) for r in batch)
             if progress is not None:
                 progress(len(replayed), total)
-        selection = {k: v for k, v in asdict(flt).items() if v not in ((), "", None)}
+        selection = {
+            k: v.isoformat() if isinstance(v, datetime) else v
+            for k, v in asdict(flt).items()
+            if v not in ((), "", None)
+        }
         record_audit(
             conn,
             actor=actor,
@@ -244,20 +248,10 @@ def replay_matching(
             target=f"{len(replayed)} events",
             reason=reason.strip(),
             detail={
-                "selection": _jsonable(selection),
+                "selection": selection,
                 "described": flt.describe(),
                 "count": len(replayed),
                 "events": [list(k) for k in replayed],
             },
         )
     return len(replayed)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
