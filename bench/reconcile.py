@@ -8,6 +8,9 @@ Arms, each in a fresh process (so its peak RSS is its own), interleaved over the
 - ``reconcile``: ``Reconciler.run(full=True)`` configured as a user would: one business check with
   ``fields`` (``bench_invoices``: each invoice's status and amount, as the application stored them),
   so each page also costs its business look-up (the real thing: pages, batched lookups, upserts);
+- ``sliced``: the same run with 8 requests in flight and no rate limit (time slices, as a source's
+  default ``max_concurrency`` reads Stripe): on loopback, with no latency to hide, it must cost no
+  more than the sequential run;
 - ``lookup``: page the source and run one SELECT per event (how simple checkers work);
 - ``pandas``: load every source event and the whole inbox into pandas and merge.
 - ``baseline`` (with ``--baseline PATH``): the ``reconcile`` arm of another checkout (a ``git
@@ -45,15 +48,20 @@ from reconciler.process import freeze_startup_objects
 # imports what that arm uses, so the floor's whole-process time and peak RSS are a bare loop's.
 
 KEY = "sk_test_sandbox"
-ARMS = ("bare_orjson", "bare", "reconcile", "lookup", "pandas", "baseline")
+ARMS = ("bare_orjson", "bare", "reconcile", "sliced", "lookup", "pandas", "baseline")
 # the headline pair first: the configured run against the orjson floor
-PAIRS = (("reconcile", "bare_orjson"), ("reconcile", "bare"), ("reconcile", "baseline"))
+PAIRS = (
+    ("reconcile", "bare_orjson"),
+    ("reconcile", "bare"),
+    ("sliced", "reconcile"),
+    ("reconcile", "baseline"),
+)
 
 
-def page_events(sandbox: str, decode: Any = None) -> Any:
+def page_events(sandbox: str, decode: Any = None, hours: float = 48) -> Any:
     """The source's events, page by page, as the bare loop reads them (``decode``: bytes -> JSON,
-    default ``response.json()``)."""
-    since = int((datetime.now(UTC) - timedelta(hours=48)).timestamp())
+    default ``response.json()``), created in the last ``hours``."""
+    since = int((datetime.now(UTC) - timedelta(hours=hours)).timestamp())
     with httpx.Client(
         base_url=sandbox, headers={"Authorization": f"Bearer {KEY}"}, timeout=60
     ) as client:
@@ -67,7 +75,7 @@ def page_events(sandbox: str, decode: Any = None) -> Any:
             params = {"limit": 100, "created[gte]": since, "starting_after": body["data"][-1]["id"]}
 
 
-def populate(db: str, sandbox: str) -> int:
+def populate(db: str, sandbox: str, hours: float = 48) -> int:
     from sqlalchemy import update
 
     from connectors.parsing import parse_stripe
@@ -77,7 +85,7 @@ def populate(db: str, sandbox: str) -> int:
 
     engine = make_engine(db)
     withheld, n = 0, 0
-    for page in page_events(sandbox):
+    for page in page_events(sandbox, hours=hours):
         items = []
         for event in page:
             n += 1
@@ -90,7 +98,7 @@ def populate(db: str, sandbox: str) -> int:
             )
         with engine.begin() as conn:
             store_items(conn, items)
-    _business_table(engine, sandbox)
+    _business_table(engine, sandbox, hours)
     # Applied, as a live inbox's events mostly are: left pending, every one of them became "stuck" an
     # hour after this (stuck_after_seconds), and a long benchmark's later rounds timed a stuck pass
     # over the whole inbox that its first rounds did not.
@@ -111,7 +119,7 @@ def populate(db: str, sandbox: str) -> int:
     return withheld
 
 
-def _business_table(engine: Any, sandbox: str) -> None:
+def _business_table(engine: Any, sandbox: str, hours: float = 48) -> None:
     """``bench_invoices``: each invoice as the application stored it, equal to the provider's current
     state (fetched once here, not timed), so the reconcile arm's business check reads one row per
     invoice and finds nothing to confirm: the cost measured is the check itself."""
@@ -128,7 +136,7 @@ def _business_table(engine: Any, sandbox: str) -> None:
     table.create(engine)
     ids = {
         event["data"]["object"]["id"]
-        for page in page_events(sandbox)
+        for page in page_events(sandbox, hours=hours)
         for event in page
         if event["data"]["object"].get("object") == "invoice"
     }
@@ -173,7 +181,7 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
         count = sum(len(page) for page in page_events(sandbox))
     elif name == "bare_orjson":
         count = sum(len(page) for page in page_events(sandbox, orjson.loads))
-    elif name == "reconcile":
+    elif name in ("reconcile", "sliced"):
         from reconciler.config import parse_settings
         from reconciler.reconcile.run import Reconciler
         from reconciler.storage.engine import make_engine
@@ -189,7 +197,13 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
                         "kind": "stripe",
                         "base_url": sandbox,
                         "api_key_env": "BENCH_KEY",
-                        "initial_lookback_hours": 48,
+                        "initial_lookback_hours": int(os.environ.get("BENCH_HOURS", "48")),
+                        # reconcile: one request at a time, as the floor pages; sliced: 8 at once;
+                        # no client-side rate limit unless BENCH_RATE (bench/ratelimit.py) sets one
+                        "max_concurrency": int(
+                            os.environ.get("BENCH_CONCURRENCY", "8" if name == "sliced" else "1")
+                        ),
+                        "max_requests_per_second": float(os.environ.get("BENCH_RATE", "0")),
                         "checks": [
                             {
                                 "object_type": "invoice",

@@ -7,7 +7,7 @@ results and the new cursor in one transaction (a cursor moves with its data).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
@@ -66,6 +66,8 @@ class Page:
     done: bool  # no more pages up to now
     gap: Gap | None = None
     url: str | None = None  # the request that produced it, secrets redacted
+    prepared: Any = None  # what ``ScanOptions.prepare`` made of its records (None: not run)
+    slices: tuple[int, int] | None = None  # a sliced scan's (done, planned) slices, for progress
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,10 @@ class ScanOptions:
     initial_lookback: timedelta = field(default=timedelta(hours=72))
     full: bool = False  # ignore the cursor and rescan the initial look-back
     overlap: timedelta = field(default=timedelta(0))  # time-based cursors restart this much earlier
+    # Work on a page's records that a connector paging several requests at once may run on its
+    # fetcher threads, before the caller takes the page (``Page.prepared``); the caller does it
+    # itself for a page without it. It must be thread-safe.
+    prepare: Callable[[Sequence[Record]], Any] | None = None
 
 
 class Connector(Protocol):
@@ -132,5 +138,8 @@ class Connector(Protocol):
 
     def redeliver(self, event_id: str) -> None:
         """Ask the provider to send it again (raises UnsupportedError where it cannot)."""
+
+    def request_rate(self) -> float | None:
+        """Requests a second this connector sent lately (None: it does not count them)."""
 
     def close(self) -> None: ...

@@ -62,6 +62,9 @@ class GenericConnector:
     def retention(self) -> timedelta | None:
         return timedelta(days=self.retention_days) if self.retention_days else None
 
+    def request_rate(self) -> float | None:
+        return self.client.budget.current_rate()
+
     def close(self) -> None:
         self.client.close()
 

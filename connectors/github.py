@@ -35,6 +35,7 @@ from connectors.base import (
     Record,
     ScanOptions,
 )
+from connectors.budget import BudgetSettings
 from connectors.errors import ConfigError, MalformedResponseError, NotFoundError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url
 from connectors.options import ProviderKeys, SourceOptions
@@ -126,6 +127,9 @@ class GitHubConnector:
     @property
     def retention(self) -> timedelta:
         return self._retention
+
+    def request_rate(self) -> float | None:
+        return self.client.budget.current_rate()
 
     def close(self) -> None:
         self.client.close()
@@ -358,4 +362,7 @@ PROVIDER = Provider(
     validate=_validate,
     as_delivery=_as_delivery,
     sign=_sign,
+    # 5,000 requests an hour (the x-ratelimit-* headers then cap the rate to what is left above a
+    # reserve); at most a few in flight, as its secondary limits ask
+    budget=BudgetSettings(rate=10.0, concurrency=4),
 )

@@ -6,6 +6,10 @@ Retried: 429, 5xx, connection errors and timeouts, with exponential backoff and 
 §2B, §3B). Shopify's call-limit bucket (``X-Shopify-Shop-Api-Call-Limit: used/size``) slows requests
 down before it overflows. Everything is bounded by a retry budget (attempts and total wait), then
 raises :class:`UnavailableError`. 401/403 become :class:`AuthError` naming the permission the call needs.
+
+Every request also goes through the source's :class:`connectors.budget.RequestBudget` (its rate and
+requests in flight, shared by all its requests), which hears of each answer: refusals slow it down,
+Shopify's and GitHub's allowance headers cap it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
 
+from connectors.budget import BudgetSettings, RequestBudget
 from connectors.errors import (
     AuthError,
     ConnectorError,
@@ -101,8 +106,11 @@ class ProviderClient:
         policy: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        budget: RequestBudget | None = None,
     ) -> None:
         self.source = source
+        # no client-side limit unless configured; the provider's signals still slow it down
+        self.budget = budget or RequestBudget(BudgetSettings(None, 64), sleep=sleep)
         self.auth_hint = auth_hint
         self.policy = policy or RetryPolicy()
         self._sleep = sleep
@@ -115,6 +123,11 @@ class ProviderClient:
             headers={"User-Agent": USER_AGENT, "Accept": "application/json", **(headers or {})},
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             transport=transport,
+            # one pooled connection for each request the budget lets be in flight at once
+            limits=httpx.Limits(
+                max_connections=self.budget.concurrency,
+                max_keepalive_connections=self.budget.concurrency,
+            ),
             follow_redirects=False,
         )
         self.requests_made = 0
@@ -144,19 +157,22 @@ class ProviderClient:
         target, params = with_query(url, params)
         for attempt in range(1, self.policy.max_attempts + 1):
             try:
-                response = self._client.request(method, target, params=params)
+                with self.budget.slot():
+                    response = self._client.request(method, target, params=params)
                 self.requests_made += 1
             except self._httpx.TransportError as exc:
                 last = f"{exc.__class__.__name__}: {exc}"
                 delay = self._backoff(attempt)
             else:
                 if response.status_code in expected:
-                    self._pace(response)
+                    self.budget.succeeded(response.headers)
                     return response
                 target = redact_url(response.request.url)
                 if is_rate_limited(response):
                     last = f"HTTP {response.status_code} (rate limited)"
-                    delay = retry_after_seconds(response, time.time()) or self._backoff(attempt)
+                    asked = retry_after_seconds(response, time.time())
+                    self.budget.throttled(asked)
+                    delay = asked or self._backoff(attempt)
                 elif transient_status(response.status_code):
                     last = f"HTTP {response.status_code}"
                     delay = self._backoff(attempt)
@@ -205,14 +221,6 @@ class ProviderClient:
 
     def _backoff(self, attempt: int) -> float:
         return full_jitter(attempt, self.policy.base_delay, self.policy.max_delay, self._rng)
-
-    def _pace(self, response: httpx.Response) -> None:
-        """Stay inside Shopify's leaky bucket instead of running into its 429s."""
-        limit = response.headers.get("x-shopify-shop-api-call-limit")
-        if limit and "/" in limit:
-            used, _, size = limit.partition("/")
-            if used.isdigit() and size.isdigit() and int(used) >= int(size) - 1:
-                self._sleep(1.0)  # the bucket leaks at least 2 calls per second
 
     def _auth_message(self, response: httpx.Response, target: str, permission: str) -> str:
         what = "rejected the credentials" if response.status_code == 401 else "refused the request"

@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from connectors.budget import BudgetSettings
+
 
 class ProviderKeys(BaseModel):
     """A provider's own ``[[sources]]`` keys, declared in its module: their types, defaults and
@@ -40,6 +42,7 @@ class SourceOptions:
     tolerance_seconds: int = 300
     retention_days: float | None = None
     page_size: int | None = None
+    budget: BudgetSettings | None = None  # None: the provider's default
 
     def own(self, cls: type[K]) -> K:
         """The provider's keys as its own class."""

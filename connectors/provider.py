@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from connectors.base import Connector, Record
+from connectors.budget import BudgetSettings
 from connectors.http import ProviderClient
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.parsing import ParsedEvent
@@ -23,6 +24,9 @@ Verify = Callable[[SourceOptions, Mapping[str, str], bytes, tuple[str, ...], flo
 # (options, the stored delivery's lower-cased headers, body, signing secret, now) -> the headers of
 # the same delivery signed afresh (hookledger drill --target sends stored events again)
 Sign = Callable[[SourceOptions, Mapping[str, str], bytes, str, float], dict[str, str]]
+
+
+DEFAULT_BUDGET = BudgetSettings(rate=10.0, concurrency=4)
 
 
 def kept(headers: Mapping[str, str], *names: str) -> dict[str, str]:
@@ -106,3 +110,6 @@ class Provider:
     fingerprint_ignore: tuple[str, ...] = ()
     # how a stored delivery is signed again; None where hookledger cannot
     sign: Sign | None = None
+    # the request budget a source of this kind gets unless configured (README "Request budget"):
+    # below the provider's limit, leaving room for the application's own requests
+    budget: BudgetSettings = DEFAULT_BUDGET

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from connectors import generic, github, shopify, stripe
 from connectors.base import Connector
+from connectors.budget import RequestBudget
 from connectors.errors import ConfigError
 from connectors.http import ProviderClient, RetryPolicy
 from connectors.options import SourceOptions
@@ -60,9 +61,14 @@ def build_connector(
     timeout: float = 30.0,
 ) -> Connector:
     """The connector of a source: one HTTP client per run, auth per provider."""
-    build = provider(options.kind).build
+    own = provider(options.kind)
+    build = own.build
     if build is None:
         raise ConfigError(f"source '{options.name}': kind '{options.kind}' has no list API")
+
+    # one budget for every request of the source this connector makes: its slices, its look-ups
+    # (its waits are real: a provider's Retry-After is honoured whatever sleep the retries use)
+    budget = RequestBudget(options.budget or own.budget)
 
     def client(base_url: str, headers: dict[str, str], hint: str) -> ProviderClient:
         return ProviderClient(
@@ -75,6 +81,7 @@ def build_connector(
             sleep=sleep,
             rng=rng,
             timeout=timeout,
+            budget=budget,
         )
 
     return build(options, client)

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from connectors.base import Capabilities, Cursor, Listing, Page, Record, ScanOptions
+from connectors.budget import BudgetSettings
 from connectors.errors import ConfigError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url, require
 from connectors.options import ProviderKeys, SourceOptions
@@ -77,6 +78,9 @@ class ShopifyConnector:
     @property
     def retention(self) -> timedelta | None:
         return None  # state, not a log: nothing expires
+
+    def request_rate(self) -> float | None:
+        return self.client.budget.current_rate()
 
     def close(self) -> None:
         self.client.close()
@@ -228,4 +232,6 @@ PROVIDER = Provider(
     build=_build,
     keys=ShopifyKeys,
     sign=_sign,
+    # the standard plan's bucket: 40 calls, leaking 2 a second; half of it may be spent at once
+    budget=BudgetSettings(rate=2.0, concurrency=2, burst=20.0),
 )

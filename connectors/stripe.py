@@ -8,6 +8,11 @@ Lists are newest first. Two phases, both resumable from the persisted cursor:
 - **catch-up**: ``ending_before=<checkpoint>``, then ``ending_before=<newest id of the page>`` while
   ``has_more`` (each page is still newest first). Each page's newest id is the next checkpoint.
 
+With more than one request allowed in flight (the source's ``max_concurrency``), both phases read
+the window up to the scan's start as time slices paged at once (``created[gte]``/``created[lt]``,
+``connectors.slices``); the cursor then holds every slice's position (``phase: sliced``) until all
+are done, and becomes the same checkpoint.
+
 Stripe lists events for 30 days. A checkpoint older than that cannot be caught up from: the stretch
 between it and the retention horizon is reported as a :class:`Gap`, never skipped silently, and the
 scan restarts as a backfill of the whole retained window.
@@ -16,6 +21,7 @@ scan restarts as a backfill of the whole retained window.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
@@ -24,6 +30,7 @@ from typing import Any
 from pydantic import Field
 
 from connectors.base import Capabilities, Cursor, Gap, Listing, Page, Record, ScanOptions
+from connectors.budget import BudgetSettings
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
 from connectors.options import ProviderKeys, SourceOptions
@@ -31,6 +38,7 @@ from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, parse_stripe
 from connectors.provider import ClientFactory, Provider, timed_scheme
 from connectors.signatures import stripe_sign, verify_stripe
+from connectors.slices import Slice, SliceFetch, run_slices
 
 DEFAULT_BASE_URL = "https://api.stripe.com"
 RETENTION = timedelta(days=30)
@@ -111,6 +119,9 @@ class StripeConnector:
     def retention(self) -> timedelta:
         return RETENTION
 
+    def request_rate(self) -> float | None:
+        return self.client.budget.current_rate()
+
     def close(self) -> None:
         self.client.close()
 
@@ -134,12 +145,26 @@ class StripeConnector:
                 f"checkpoint {position['checkpoint']} is older than Stripe's 30-day event retention",
             )
             position = {"phase": "backfill", "since": int(horizon.timestamp()) + 1}
+        if position.get("phase") == "sliced":
+            yield from self._sliced(position, gap, options.prepare)
+            return
+        sliced = self.client.budget.concurrency > 1
         if position.get("checkpoint") and position.get("phase") != "backfill":
-            yield from self._catch_up(position, gap)
+            since = position.get("checkpoint_created")
+            if sliced and isinstance(since, int):
+                overlap = int(options.overlap.total_seconds())
+                window = self._window(since - overlap, options, position)
+                yield from self._sliced(window, gap, options.prepare)
+            else:
+                yield from self._catch_up(position, gap)
             return
         if "since" not in position:
             lookback = min(options.initial_lookback, RETENTION)
             position = {"phase": "backfill", "since": int((options.now - lookback).timestamp())}
+        if sliced and not position.get("after"):  # (a sequential backfill under way goes on so)
+            window = self._window(position["since"], options, {})
+            yield from self._sliced(window, gap, options.prepare)
+            return
         yield from self._backfill(position, gap)
 
     def _fetch(self, params: list[tuple[str, Any]]) -> _Fetched:
@@ -220,6 +245,103 @@ class StripeConnector:
                 if done:
                     return
 
+    @staticmethod
+    def _window(since: int, options: ScanOptions, previous: Mapping[str, Any]) -> dict[str, Any]:
+        """A sliced scan's first position: ``[since, now]`` as one slice, the checkpoint it moves on
+        from (kept when the window turns out empty)."""
+        until = int(options.now.timestamp()) + 1  # created[lt]: the scan's start second included
+        return {
+            "phase": "sliced",
+            "since": since,
+            "until": until,
+            "slices": [Slice(since, until).as_json()],
+            "top": previous.get("checkpoint"),
+            "top_created": previous.get("checkpoint_created"),
+            # the checkpoint itself was listed by the run before: its second is listed again
+            # (another event of it may have come after), the event is not
+            "seen": previous.get("checkpoint"),
+        }
+
+    def _sliced(
+        self, position: Mapping[str, Any], gap: Gap | None, prepare: Any = None
+    ) -> Iterator[Page]:
+        try:
+            plan = [Slice.from_json(value) for value in position["slices"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MalformedResponseError(
+                f"source '{self.source}': its stored cursor is not a sliced scan ({exc}); run "
+                "'hookledger reconcile --full' to start the window again"
+            ) from None
+        top, top_created = position.get("top"), position.get("top_created")
+        seen = position.get("seen")
+        guards = threading.local()  # a fetcher pages one slice at a time: its guard is its own
+
+        def older(fetched: _Fetched) -> Any:
+            data, has_more, _ = fetched
+            return self._params(starting_after=data[-1]["id"]) if has_more and data else None
+
+        def fetch(piece: Slice) -> SliceFetch:
+            if not hasattr(guards, "fetch"):
+                guards.fetch = self._guard(older)
+            # the newest slice has no upper bound: what is created while the scan runs (or by a
+            # clock ahead of ours) is listed now, as a sequential scan lists it
+            end = piece.end if piece.end < position["until"] else None
+            params = self._params(
+                **{
+                    "created[gte]": piece.start,
+                    "created[lt]": end,
+                    "starting_after": piece.after,
+                }
+            )
+            data, has_more, url = guards.fetch(params)
+            oldest = data[-1].get("created") if data else None
+            # records are built here, on the fetcher's thread, and prepared: the writer only writes
+            records = tuple([event_record(item) for item in data if item["id"] != seen])
+            return SliceFetch(
+                (records, prepare(records) if prepare and records else None),
+                data[-1]["id"] if data else piece.after,
+                has_more,
+                oldest if isinstance(oldest, int) else None,
+                url,
+            )
+
+        pages = run_slices(
+            plan, fetch, concurrency=self.client.budget.concurrency, name=f"{self.source}-slice"
+        )
+        with closing(pages):
+            for page in pages:
+                records, prepared = page.fetched.items
+                if records:
+                    newest = records[0].payload.get("created")
+                    if isinstance(newest, int) and (top_created is None or newest > top_created):
+                        top, top_created = records[0].event_id, newest
+                if not page.done:
+                    cursor: dict[str, Any] = {
+                        "phase": "sliced",
+                        "since": position["since"],
+                        "until": position["until"],
+                        "slices": [s.as_json() for s in page.plan],
+                        "top": top,
+                        "top_created": top_created,
+                        "seen": seen,
+                    }
+                elif top is not None:
+                    cursor = {"checkpoint": top, "checkpoint_created": top_created}
+                else:  # nothing in the window yet: start again from the same point next time
+                    cursor = {"phase": "backfill", "since": position["since"]}
+                url = redact_url(page.fetched.url)
+                slices = (sum(s.done for s in page.plan), len(page.plan))
+                yield Page(
+                    records,
+                    cursor,
+                    done=page.done,
+                    gap=gap,
+                    url=url,
+                    prepared=prepared,
+                    slices=slices,
+                )
+                gap = None
+
     def fetch_event(self, event_id: str) -> Record:
         body, response = self.client.get_json(f"/v1/events/{event_id}", permission=PERMISSION)
         require(body, "id", source=self.source, url=str(response.request.url), kind=str)
@@ -282,4 +404,7 @@ PROVIDER = Provider(
     # reference): it counts down as the endpoints of one event answer.
     fingerprint_ignore=("pending_webhooks",),
     sign=_sign,
+    # Stripe allows 100 requests/s in live mode and 25 in test mode (shared/providers.md §1B); 20 a
+    # second leaves the application room in either, 8 in flight reach it at 300 ms a page
+    budget=BudgetSettings(rate=20.0, concurrency=8),
 )

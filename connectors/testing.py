@@ -64,6 +64,9 @@ class MemoryConnector:
     def redeliver(self, event_id: str) -> None:
         self.fetch_event(event_id)
 
+    def request_rate(self) -> float | None:
+        return None
+
     def close(self) -> None:
         return None
 

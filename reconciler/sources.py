@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectors.base import Connector
+from connectors.budget import BudgetSettings
 from connectors.options import SourceOptions
 from connectors.registry import build_connector as build_from_options
 from connectors.registry import provider
@@ -22,7 +23,18 @@ _COMMON = (
     "page_size",
 )
 
-__all__ = ["build_connector", "options_of", "provider"]
+__all__ = ["budget_of", "build_connector", "options_of", "provider"]
+
+
+def budget_of(source: SourceSettings) -> BudgetSettings:
+    """The source's request budget: its configured keys over its provider's defaults."""
+    default = provider(source.kind).budget
+    rate = source.max_requests_per_second
+    return BudgetSettings(
+        rate=default.rate if rate is None else (rate or None),
+        concurrency=source.max_concurrency or default.concurrency,
+        burst=default.burst if rate is None else None,
+    )
 
 
 def options_of(
@@ -33,6 +45,7 @@ def options_of(
     own = provider(source.kind).keys
     keys = own.model_validate({name: getattr(source, name) for name in own.model_fields})
     values: dict[str, Any] = {name: getattr(source, name) for name in _COMMON}
+    values["budget"] = budget_of(source)
     if secrets and source.api_key_env:
         values["api_key"] = source.api_key(environ)
     if secrets and source.private_key_env:

@@ -14,13 +14,18 @@ Implements what the connectors use, with the providers' own shapes and paging:
   ``X-Shopify-Access-Token``; ``X-Shopify-Shop-Api-Call-Limit`` on every answer.
 
 Fault switches (constructor or ``POST /_sandbox/faults``): 429 with ``Retry-After`` every Nth call, a burst
-of 5xx, slow pages, a malformed page. ``GET /_sandbox/stats`` counts calls.
+of 5xx, slow pages, a malformed page; a provider's latency (``latency_ms`` give or take ``jitter``) and
+rate limit (``rate_limit`` calls a second, beyond it each provider's own 429). ``GET /_sandbox/stats``
+counts calls and the 429s the rate limit sent (``throttled``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
@@ -31,13 +36,36 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from connectors.sandbox.common import Faults, Keys, Stats
+from connectors.sandbox.common import CallBucket, Faults, Keys, Stats
 from connectors.sandbox.github_api import GITHUB_RETENTION, GitHubApi
 from connectors.sandbox.shopify_api import ShopifyApi
 from connectors.sandbox.stripe_api import StripeApi
 from connectors.sandbox.world import World
 
 __all__ = ["Faults", "Keys", "Sandbox", "Stats"]
+
+
+def throttled(route: str, wait: float) -> Response:
+    """A call over the rate limit, refused as its provider refuses one (shared/providers.md §1B,
+    §2B, §3B): Stripe a 429 with ``Stripe-Should-Retry``; GitHub's secondary limit a 429 with
+    ``retry-after`` in whole seconds; Shopify a 429 with ``Retry-After`` and its call-limit header."""
+    if route.startswith("/v1/"):
+        return JSONResponse(
+            {"error": {"type": "rate_limit_error", "message": "Request rate limit exceeded."}},
+            status_code=429,
+            headers={"Stripe-Should-Retry": "true"},
+        )
+    if route.startswith("/admin/"):
+        return JSONResponse(
+            {"errors": "Exceeded 2 calls per second for api client. Reduce request rates."},
+            status_code=429,
+            headers={"Retry-After": f"{max(wait, 0.05):.2f}"},
+        )
+    return JSONResponse(
+        {"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
+        status_code=429,
+        headers={"retry-after": str(max(1, math.ceil(wait)))},
+    )
 
 
 class Sandbox(StripeApi, GitHubApi, ShopifyApi):
@@ -61,6 +89,7 @@ class Sandbox(StripeApi, GitHubApi, ShopifyApi):
             shopify_bucket  # Shopify's standard plan: 40 calls, leaking 2 per second
         )
         self._lock = threading.Lock()
+        self._calls: CallBucket | None = None
         self._bucket: list[float] = []  # Shopify call times, for the call-limit header
         self._stripe_cache: tuple[int, list[dict[str, Any]], dict[str, int], list[int]] | None = (
             None
@@ -115,12 +144,22 @@ class Sandbox(StripeApi, GitHubApi, ShopifyApi):
         )
 
     async def _fault(self, request: Request) -> Response | None:
+        f = self.faults
         with self._lock:
             self.stats.calls += 1
             n = self.stats.calls
             route = request.url.path
             self.stats.by_route[route] = self.stats.by_route.get(route, 0) + 1
-        f = self.faults
+            wait = self._admit(f.rate_limit)
+            if wait:
+                self.stats.throttled += 1
+        if f.latency_ms:
+            spread = f.latency_ms * f.jitter
+            await asyncio.sleep(
+                max(0.0, random.uniform(f.latency_ms - spread, f.latency_ms + spread)) / 1000
+            )
+        if wait:
+            return throttled(route, wait)
         if f.slow_ms:
             await asyncio.sleep(f.slow_ms / 1000)
         if f.malformed_call == n:
@@ -147,6 +186,16 @@ class Sandbox(StripeApi, GitHubApi, ShopifyApi):
                 status_code=f.error_status,
             )
         return None
+
+    def _admit(self, rate: float | None) -> float:
+        """The rate limit's verdict on a call arriving now (locked)."""
+        if not rate:
+            self._calls = None
+            return 0.0
+        now = time.monotonic()
+        if self._calls is None or self._calls.rate != rate:
+            self._calls = CallBucket(rate, now)
+        return self._calls.admit(now)
 
     async def set_faults(self, request: Request) -> Response:
         data = await request.json()

@@ -35,12 +35,33 @@ class Faults:
     error_status: int = 503
     slow_ms: int = 0
     malformed_call: int | None = None  # that API call answers a page that is not JSON
+    latency_ms: float = 0.0  # every API call answers after this long (a real provider's ~300 ms)
+    jitter: float = 0.2  # ... give or take this fraction of it
+    rate_limit: float | None = None  # API calls a second; beyond, 429 with the provider's signals
 
 
 @dataclass
 class Stats:
     calls: int = 0
     by_route: dict[str, int] = field(default_factory=dict)
+    throttled: int = 0  # calls refused by ``rate_limit`` (429)
+
+
+class CallBucket:
+    """The sandbox's own rate limit: a token bucket of ``rate`` a second holding one second's
+    worth, as providers allow short bursts (Stripe's limiter is a token bucket)."""
+
+    def __init__(self, rate: float, now: float) -> None:
+        self.rate, self.tokens, self.at = rate, rate, now
+
+    def admit(self, now: float) -> float:
+        """0 when the call may go, else the seconds until a token is back."""
+        self.tokens = min(self.rate, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
 
 
 def b64(data: dict[str, Any]) -> str:

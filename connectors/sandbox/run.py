@@ -80,11 +80,13 @@ def serve(
     seed: int,
     send_plan: SendPlan | None,
     log_level: str = "info",
+    latency_ms: float = 0.0,
+    rate_limit: float | None = None,
 ) -> None:
     import uvicorn
 
     world = build_world(seed)
-    box = Sandbox(world, faults=Faults())
+    box = Sandbox(world, faults=Faults(latency_ms=latency_ms, rate_limit=rate_limit))
     if send_plan is not None:
 
         def _send() -> None:

@@ -132,6 +132,8 @@ class StripeApi(SandboxState):
                     400, f"No such event: '{anchor}'", code="resource_missing", param=param
                 )
             start, step = (position + 1, 1) if after else (position - 1, -1)
+        if step == 1 and "lt" in bounds:  # newest first: skip what is newer than the bound
+            start = max(start, bisect.bisect_right(self._stripe_index()[2], -bounds["lt"]))
         picked: list[dict[str, Any]] = []
         i = start
         while 0 <= i < listable and len(picked) <= limit:

@@ -10,6 +10,7 @@ from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops.identity import require_operator
 from reconciler.ops.runs import next_scheduled_run
+from reconciler.reconcile.progress import ScanProgress
 from reconciler.reconcile.run import reconcilable_sources
 
 st.title("Runs")
@@ -77,9 +78,14 @@ else:
         if st.button(f"Reconcile {name} now", key=f"r_now_{name}"):
             bar = st.progress(0.0, text=f"{name}: starting")
 
-            def hook(source: str, n: int, bar: st.delta_generator.DeltaGenerator = bar) -> None:
-                # the total is unknown until the source says it has no more pages
-                bar.progress(min(0.95, n / (n + 2000)), text=f"{source}: {n:,} records scanned")
+            def hook(
+                source: str, now: ScanProgress, bar: st.delta_generator.DeltaGenerator = bar
+            ) -> None:
+                # a sequential scan's total is unknown until the source says it has no more pages
+                n = now.records
+                share = now.fraction()
+                done = min(0.95, n / (n + 2000)) if share is None else min(0.99, share)
+                bar.progress(done, text=f"{source}: {now.describe()}")
 
             engine = context.engine()
             try:

@@ -90,6 +90,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reorder", type=float, default=0.0, help="fraction swapped with a later one")
     p.add_argument("--delay", type=float, default=0.0, help="fraction delivered after all others")
     p.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="answer every API call after this many milliseconds, give or take 20%% (a real "
+        "provider: about 300)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=None,
+        help="API calls a second; beyond it each provider's own 429 (counted in /_sandbox/stats)",
+    )
+    p.add_argument(
         "--report",
         default="var/sandbox-report.json",
         help="where --send writes what it did: the ground truth (default var/sandbox-report.json)",
@@ -271,6 +284,10 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
     for name in ("drop", "duplicate", "reorder", "delay"):
         if not 0.0 <= getattr(args, name) <= 1.0:
             raise HookledgerError(f"--{name} must be a fraction between 0 and 1")
+    if not 0.0 <= args.latency_ms <= 60_000:
+        raise HookledgerError("--latency-ms must be between 0 and 60000")
+    if args.rate_limit is not None and not 0.0 < args.rate_limit <= 100_000:
+        raise HookledgerError("--rate-limit must be a number of calls a second above 0")
     check_port(args.host, args.port)
     send_plan = None
     if args.send:
@@ -288,6 +305,8 @@ def cmd_sandbox(args: argparse.Namespace) -> int:
         seed=args.seed,
         send_plan=send_plan,
         log_level=settings.logging.level.lower(),
+        latency_ms=args.latency_ms,
+        rate_limit=args.rate_limit,
     )
     return EXIT_OK
 

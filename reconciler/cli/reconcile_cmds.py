@@ -130,6 +130,7 @@ def _names(cmd: Command, names: list[str]) -> list[str]:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
+    from reconciler.reconcile.progress import ScanProgress
     from reconciler.reconcile.run import reconcilable_sources
     from reconciler.reconcile.sweep import reconcile_sources, reconciler_for
 
@@ -145,8 +146,12 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     def progress_for(name: str) -> Any:
         if progress is None:
             return None
-        task_ids[name] = progress.add_task(name, total=None)
-        return lambda source, n: progress.update(task_ids[source], completed=n)
+        task_ids[name] = progress.add_task(name, total=None, line="starting")
+
+        def update(source: str, now: ScanProgress) -> None:
+            progress.update(task_ids[source], completed=now.records, line=now.describe())
+
+        return update
 
     if args.owns_process:
         freeze_startup_objects()
@@ -247,10 +252,11 @@ def _progress(enabled: bool) -> tuple[Any, dict[str, Any]]:
         def render(self, task: Task) -> Text:
             return Text(f"{task.speed:,.0f} records/s" if task.speed else "")
 
+    # records read, slices done of planned (a sliced scan) and requests a second to the source
     progress = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
-        TextColumn("{task.completed:,.0f} records"),
+        TextColumn("{task.fields[line]}"),
         RateColumn(),
         TimeElapsedColumn(),
     )

@@ -21,6 +21,7 @@ from reconciler.ops.dead_letters import DeadFilter, replay_many, replay_matching
 from reconciler.ops.display import count as count_of
 from reconciler.reconcile import repair
 from reconciler.reconcile.export import DiscrepancyFilter, count
+from reconciler.reconcile.progress import ProgressHook
 from reconciler.reconcile.run import RunSummary
 from reconciler.reconcile.sweep import reconcile_one, reconciler_for
 from reconciler.sources import build_connector
@@ -150,7 +151,7 @@ def reconcile_now(
     source_name: str,
     *,
     actor: str,
-    progress: Callable[[str, int], None] | None = None,
+    progress: ProgressHook | None = None,
 ) -> RunSummary:
     """One reconciliation of one source (trigger ``dashboard``), audited with who asked for it."""
     try:

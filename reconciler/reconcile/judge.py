@@ -194,21 +194,40 @@ def received(records: Sequence[Record], facts: InboxFacts) -> set[str]:
     return {k for k in map(key, records) if k not in lacking}
 
 
+def latest_records(check: CheckSettings, records: Sequence[Record]) -> dict[str, Record]:
+    """The objects of this check on a page, each with the newest record the page lists for it."""
+    latest: dict[str, Record] = {}
+    for r in records:
+        oid = r.object_id
+        if oid and check.applies_to(r.object_type, r.event_type):
+            known = latest.get(oid)
+            if known is None or _when(r) > _when(known):
+                latest[oid] = r
+    return latest
+
+
 def latest_received(
     check: CheckSettings, records: Sequence[Record], received_keys: set[str]
 ) -> dict[str, Record]:
     """The objects of this check with at least one received record, each with the newest record
     the source lists for it (received or not): the state to judge its business row by."""
-    applying = [r for r in records if r.object_id and check.applies_to(r.object_type, r.event_type)]
-    wanted = {r.object_id for r in applying if key(r) in received_keys}
-    latest: dict[str, Record] = {}
-    for r in applying:
-        oid = r.object_id
-        if oid is not None and oid in wanted:
-            known = latest.get(oid)
-            if known is None or _when(r) > _when(known):
-                latest[oid] = r
-    return latest
+    wanted = {
+        r.object_id
+        for r in records
+        if key(r) in received_keys and check.applies_to(r.object_type, r.event_type)
+    }
+    latest = latest_records(check, records)
+    return {oid: r for oid, r in latest.items() if oid in wanted}
+
+
+def judged(
+    latest: Mapping[str, Record], received: Mapping[str, Record], facts: BusinessFacts
+) -> dict[str, Record]:
+    """What a page judges: the objects it holds a received record of (their business row must
+    exist), and every object with a business row, by the page's newest record of it. So whichever
+    page holds an object's newest record (a scan's pages fall differently with its slices) compares
+    the row with it, received or not (pure)."""
+    return {oid: r for oid, r in latest.items() if oid in received or facts.rows.get(oid)}
 
 
 def to_confirm(

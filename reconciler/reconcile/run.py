@@ -10,6 +10,7 @@ dies resumes from the last page stored; memory holds one page at a time.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -22,13 +23,14 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from connectors.base import Connector, Page, ScanOptions
-from connectors.errors import ConnectorError
 from reconciler.config import Settings, SourceSettings
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.reconcile import closing, history, judge
 from reconciler.reconcile.business import BoundCheck, bind_checks, facts
 from reconciler.reconcile.lease import Heartbeat
+from reconciler.reconcile.prefetch import Prefetch, Prepared, current_states, newer_in_inbox
 from reconciler.reconcile.prepared import PreparedConnector
+from reconciler.reconcile.progress import ProgressHook, ScanProgress
 from reconciler.reconcile.store import (
     ClosingPasses,
     business_connection,
@@ -37,14 +39,12 @@ from reconciler.reconcile.store import (
     open_store,
 )
 from reconciler.reconcile.summary import RunSummary
-from reconciler.sources import build_connector
+from reconciler.sources import budget_of, build_connector
 from reconciler.states import RunStatus
 from reconciler.storage.engine import database_error
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
-ProgressHook = Callable[[str, int], None]  # (source, records scanned so far)
-
 __all__ = ["ProgressHook", "Reconciler", "RunSummary", "reconcilable_sources"]
 
 
@@ -159,12 +159,26 @@ class Reconciler:
             overlap=timedelta(seconds=self.cfg.overlap_seconds),
         )
         timeout = self.settings.business.statement_timeout_seconds
-        with self.engine.connect() as conn:
+        prefetch: Prefetch | None = None
+        with contextlib.ExitStack() as cleanup, self.engine.connect() as conn:
             store = open_store(conn, source.name, summary.run_id, now, dry_run=dry_run)
             try:
                 cursor = store.begin(full=options.full)
                 connector = prepared.get()  # (its build overlapped the database work so far)
-                page_judge = _PageJudge(connector, checks, now - grace)
+                at_once = budget_of(source).concurrency
+                page_judge = _PageJudge(connector, checks, now - grace, at_once)
+                if checks:  # a sliced scan's fetchers ask for current states (reconcile.prefetch)
+                    prefetch = Prefetch(
+                        connector,
+                        checks,
+                        self.business_engine,
+                        inbox_engine=self.engine,
+                        cutoff=now - grace,
+                        timeout_seconds=timeout,
+                        asks_at_once=at_once,
+                    )
+                    cleanup.callback(prefetch.close)
+                    options = dataclasses.replace(options, prepare=prefetch)
                 with (
                     business_connection(store, self.business_engine, timeout)
                     if checks
@@ -176,7 +190,7 @@ class Reconciler:
                             for page in pages:
                                 self._page(store, biz, page_judge, page, summary)
                                 if progress:
-                                    progress(source.name, summary.records_scanned)
+                                    progress(source.name, _progress(summary, page, connector))
                     except (HookledgerError, OSError):
                         _end_pages_after_failure(store)  # what was read is kept
                         raise
@@ -215,7 +229,7 @@ class Reconciler:
         summary: RunSummary,
     ) -> None:
         """One page: looked up, judged, stored with its cursor (see the module)."""
-        findings = page_judge.judge(store, biz, page.records)
+        findings = page_judge.judge(store, biz, page.records, page.prepared)
         store.write(page.records, findings, page.cursor)
         if biz is not store.conn and biz.in_transaction():
             biz.rollback()  # no read transaction held open on the business database
@@ -228,14 +242,29 @@ class _PageJudge:
     """A scan's page judgement: the store's facts to the judge, the provider asked for the current
     state of what the snapshot says diverged (each object once a scan)."""
 
-    def __init__(self, connector: Connector, checks: Sequence[BoundCheck], cutoff: datetime):
+    def __init__(
+        self,
+        connector: Connector,
+        checks: Sequence[BoundCheck],
+        cutoff: datetime,
+        asks_at_once: int = 1,
+    ):
         self.connector, self.checks, self.cutoff = connector, checks, cutoff
+        self.asks_at_once = asks_at_once  # current states asked together (the source's budget)
         self.source = judge.Source(connector.capabilities, connector.retention)
         self.fetched: dict[judge.ObjectKey, Mapping[str, Any] | None] = {}
 
     def judge(
-        self, store: ClosingPasses, biz: Connection, records: Sequence[Any]
+        self,
+        store: ClosingPasses,
+        biz: Connection,
+        records: Sequence[Any],
+        prepared: Prepared | None = None,
     ) -> list[judge.Finding]:
+        stale: frozenset[judge.ObjectKey] | set[judge.ObjectKey] = frozenset()
+        if prepared is not None:  # what a fetcher found out already
+            self.fetched.update(prepared.current)
+            stale = prepared.stale
         inbox = store.lookup(records)  # every event id is remembered; only settled ones judged
         settled = judge.settled(records, self.cutoff)
         configs = [c.check for c in self.checks]
@@ -244,28 +273,43 @@ class _PageJudge:
             return found
         received = judge.received(settled, inbox)
         for check in self.checks:
-            latest = judge.latest_received(check.check, settled, received)
-            if not latest:
+            every = judge.latest_records(check.check, settled)
+            if not every:
                 continue
-            rows = facts(biz, check, sorted(latest))
+            rows = facts(biz, check, sorted(every))
+            latest = judge.judged(
+                every, judge.latest_received(check.check, settled, received), rows
+            )
+            latest = _without(latest, stale)
             ask = [
                 k
                 for k in judge.to_confirm(check.check, latest, rows, self.source)
                 if k not in self.fetched
             ]
+            if ask:  # (prefetch.newer_in_inbox: a stale snapshot is judged where the newer one is)
+                newer = newer_in_inbox(
+                    store.conn, self.connector.source, {k: latest[k[1]] for k in ask}
+                )
+                latest, ask = _without(latest, newer), [k for k in ask if k not in newer]
             if ask:
                 store.idle()  # the provider's latency is never spent holding a lock
-                for key in ask:
-                    self.fetched[key] = self._current(*key)
+                self.fetched.update(current_states(self.connector, ask, self.asks_at_once))
             found += judge.business(check.check, latest, rows, self.source, self.fetched)
         return found
 
-    def _current(self, object_type: str, object_id: str) -> Mapping[str, Any] | None:
-        try:
-            return self.connector.fetch_object(object_type, object_id)
-        except ConnectorError as exc:  # (UnsupportedError too)
-            log.info("cannot fetch %s %s for a divergence check: %s", object_type, object_id, exc)
-            return None
+
+def _without(
+    latest: dict[str, Any], keys: frozenset[judge.ObjectKey] | set[judge.ObjectKey]
+) -> dict[str, Any]:
+    """``latest`` (object id -> record) without these objects."""
+    if not keys:
+        return latest
+    return {o: r for o, r in latest.items() if (r.object_type or "", o) not in keys}
+
+
+def _progress(summary: RunSummary, page: Page, connector: Connector) -> ScanProgress:
+    done, planned = page.slices or (None, None)
+    return ScanProgress(summary.records_scanned, done, planned, connector.request_rate())
 
 
 def _end_pages_after_failure(store: ClosingPasses) -> None:

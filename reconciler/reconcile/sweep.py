@@ -16,7 +16,8 @@ from sqlalchemy import Engine
 from reconciler.config import Settings
 from reconciler.errors import HookledgerError
 from reconciler.reconcile.outbox_check import check_outbox, is_outbox, outbox_sources
-from reconciler.reconcile.run import ProgressHook, Reconciler, RunSummary, reconcilable_sources
+from reconciler.reconcile.progress import ProgressHook
+from reconciler.reconcile.run import Reconciler, RunSummary, reconcilable_sources
 from reconciler.storage.engine import make_engine
 
 log = logging.getLogger(__name__)

@@ -155,10 +155,11 @@ def test_a_run_interrupted_after_page_p_then_resumed_equals_one_run(
         seen = sum(
             len(json.loads(ids)) for ids in conn.execute(select(RECON_SEEN.c.event_ids)).scalars()
         )
-    assert [(str(s), n) for s, n in runs] == [("failed", stop_after * 25)]
-    assert seen == stop_after * 25  # what the interrupted scan saw is kept for the orphan anti-join
+    [(status, scanned)] = runs  # (a sliced scan's pages hold up to 25 records each)
+    assert str(status) == "failed" and stop_after <= scanned <= stop_after * 25
+    assert seen == scanned  # what the interrupted scan saw is kept for the orphan anti-join
     resumed = scenario.reconciler().run("stripe")
-    assert resumed.records_scanned == 150 - stop_after * 25
+    assert resumed.records_scanned == 150 - scanned  # each slice resumed: nothing twice
     assert scenario.found() == scenario.expected
     scenario.reconciler().run("stripe")  # and a next run changes nothing
     assert scenario.found() == scenario.expected
@@ -560,9 +561,11 @@ def test_a_scan_over_a_page_that_keeps_contradicting_its_paging_fails_and_misses
         ).one()
         cursor = load_cursor(conn, "stripe")
     assert str(run.status) == "failed" and "says there is more" in run.error
-    assert run.records_scanned == 50 and cursor is not None and cursor.get("after")
+    # the pages before the fault were good (sliced: each slice keeps its own position)
+    assert run.records_scanned >= 25 and cursor is not None and cursor.get("phase") == "sliced"
     healthy = scenario.reconciler().run("stripe")
-    assert healthy.status == "succeeded" and healthy.records_scanned == 100
+    assert healthy.status == "succeeded"
+    assert healthy.records_scanned == 150 - run.records_scanned  # the rest, nothing twice
     assert scenario.found() == scenario.expected
 
 

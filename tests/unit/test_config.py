@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reconciler.cli.main import main
 from reconciler.config import load_config
@@ -100,3 +102,37 @@ def test_secrets_come_from_the_environment_comma_separated(tmp_path: Path) -> No
     assert source.signing_secrets({"MY_SECRET": " new , old "}) == ("new", "old")
     with pytest.raises(ConfigError, match="MY_SECRET"):
         source.signing_secrets({})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rate=st.one_of(
+        st.integers(-10, 20_000), st.floats(allow_nan=True), st.text(max_size=5), st.booleans()
+    ),
+    concurrency=st.one_of(st.integers(-5, 100), st.floats(allow_nan=True), st.text(max_size=5)),
+)
+def test_any_request_budget_loads_within_its_limits_or_names_the_key(
+    rate: object, concurrency: object
+) -> None:
+    """max_requests_per_second and max_concurrency: a budget the connector can use, or a
+    ConfigError naming the source's table and the key, never a traceback."""
+    from reconciler.config import parse_settings
+    from reconciler.sources import budget_of
+
+    source = {
+        "name": "s",
+        "kind": "stripe",
+        "max_requests_per_second": rate,
+        "max_concurrency": concurrency,
+    }
+    try:
+        loaded = parse_settings({"sources": [source]}, "<fuzz>")
+    except ConfigError as exc:
+        assert all(
+            line.startswith("<fuzz>: table [sources][0] (name 's'), key 'max_")
+            for line in str(exc).splitlines()
+        ), str(exc)
+        return
+    budget = budget_of(loaded.sources[0])
+    assert 1 <= budget.concurrency <= 64
+    assert budget.rate is None or 0 < budget.rate <= 10_000

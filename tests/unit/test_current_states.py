@@ -1,0 +1,58 @@
+"""A page's suspect objects are asked of the provider together, within the source's concurrency
+(threads and a fake provider: no I/O)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from connectors.errors import UnavailableError
+from reconciler.reconcile.prefetch import current_states
+
+
+class SlowProvider:
+    """fetch_object answers after ``delay`` seconds and counts how many are asked at once."""
+
+    source = "fake"
+
+    def __init__(self, delay: float, failing: frozenset[str] = frozenset()) -> None:
+        self.delay, self.failing = delay, failing
+        self.lock = threading.Lock()
+        self.in_flight = self.peak = 0
+
+    def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            time.sleep(self.delay)
+            if object_id in self.failing:
+                raise UnavailableError(f"source 'fake': {object_id} unavailable")
+            return {"id": object_id, "type": object_type}
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+def test_suspects_are_asked_together_up_to_the_sources_concurrency() -> None:
+    provider = SlowProvider(0.2)
+    keys = [("invoice", f"in_{i}") for i in range(8)]
+    started = time.perf_counter()
+    answers = current_states(provider, keys, 4)  # type: ignore[arg-type]
+    took = time.perf_counter() - started
+    assert answers == {k: {"id": k[1], "type": k[0]} for k in keys}
+    assert provider.peak == 4  # never more than the source allows at once
+    assert took < 8 * 0.2 * 0.75  # two rounds of four, not eight one after another
+
+
+def test_one_at_a_time_when_the_source_allows_one_and_a_failure_is_that_objects_only() -> None:
+    provider = SlowProvider(0.01, failing=frozenset({"in_2"}))
+    keys = [("invoice", f"in_{i}") for i in range(4)]
+    answers = current_states(provider, keys, 1)  # type: ignore[arg-type]
+    assert provider.peak == 1
+    assert answers[("invoice", "in_2")] is None  # cannot say: not a divergence confirmed
+    assert all(answers[k] is not None for k in keys if k[1] != "in_2")
+    together = current_states(SlowProvider(0.01, failing=frozenset({"in_2"})), keys, 4)  # type: ignore[arg-type]
+    assert together == answers
