@@ -54,7 +54,8 @@ class Slice:
     @classmethod
     def from_json(cls, value: Any) -> Slice:
         start, end, after, done = value
-        if not isinstance(start, int) or not isinstance(end, int) or start > end:
+        bounds_ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
+        if not bounds_ok or start > end:
             raise ValueError(f"not a slice: {value!r}")
         if after is not None and not isinstance(after, str):
             raise ValueError(f"not a slice position: {after!r}")

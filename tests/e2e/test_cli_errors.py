@@ -199,3 +199,37 @@ def test_any_schedule_and_timezone_load_or_fail_with_a_config_error(
     from reconciler.schedule import trigger_for
 
     trigger_for(settings_)  # what loads is what the scheduler accepts
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    flag=st.sampled_from(["--latency-ms", "--rate-limit"]),
+    value=st.one_of(
+        st.floats(max_value=-1e-9),
+        st.floats(min_value=100_000.001),
+        st.just("nan"),
+        st.just("0"),
+        st.text(alphabet="abcxyz-+,", min_size=1, max_size=6),
+    ),
+)
+def test_a_sandbox_latency_or_rate_limit_out_of_range_is_one_line_and_exit_2(
+    flag: str, value: object, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Values the sandbox cannot use (negative, too large, not a number; a rate of 0) are refused
+    before it listens: exit 2, the last line naming the flag (argparse's usage line comes first
+    for a value that is not a number at all), no traceback."""
+    import contextlib
+    import io
+
+    if flag == "--latency-ms" and value == "0":
+        return  # no latency is a valid setting
+    cfg = _config(tmp_path_factory.mktemp("c"), "sqlite:///:memory:")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(["sandbox", "--port", "0", flag, str(value), "--config", cfg])
+        except SystemExit as exc:  # argparse's own refusal
+            code = exc.code
+    assert code == 2
+    text = err.getvalue()
+    assert "Traceback" not in text and flag in text.strip().splitlines()[-1]

@@ -187,3 +187,23 @@ def test_a_finished_plan_fetches_nothing() -> None:
 def test_a_stored_slice_that_is_not_one_is_refused(bad: object) -> None:
     with pytest.raises((ValueError, TypeError)):
         Slice.from_json(bad)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5)),
+        lambda inner: st.lists(inner, max_size=5),
+        max_leaves=8,
+    )
+)
+def test_any_stored_slice_is_a_slice_or_refused(value: object) -> None:
+    """A cursor read back from the database (or edited by hand): a valid slice or a ValueError /
+    TypeError the connector turns into one line naming the source."""
+    try:
+        piece = Slice.from_json(value)
+    except (ValueError, TypeError):
+        return
+    assert type(piece.start) is int and type(piece.end) is int  # epoch seconds, not booleans
+    assert piece.start <= piece.end and (piece.after is None or isinstance(piece.after, str))
+    assert Slice.from_json(piece.as_json()) == piece
