@@ -193,11 +193,14 @@ class RequestBudget:
                 self.ceiling = base
             self._held_until = max(now, self._paused_until) + DECREASE_HOLD
 
-    def graphql_cost(self, available: float, maximum: float, restore_rate: float) -> None:
-        """Shopify GraphQL's ``throttleStatus`` (query cost points, restored at ``restore_rate``
-        a second; one request is taken as one point's worth of the request budget's share)."""
+    def graphql_cost(
+        self, available: float, maximum: float, restore_rate: float, cost: float = 1.0
+    ) -> None:
+        """Shopify GraphQL's ``throttleStatus``: query cost points, restored at ``restore_rate`` a
+        second, of which a request spends ``cost`` (its requested cost) — so past the high-water
+        mark requests go at ``restore_rate / cost`` a second."""
         with self._lock:
-            self._bucket_signal(maximum - available, maximum, restore_rate)
+            self._bucket_signal(maximum - available, maximum, restore_rate / max(cost, 1.0))
 
     def _read_signals(self, headers: Mapping[str, str]) -> None:
         limit = headers.get("x-ratelimit-limit")

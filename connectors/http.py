@@ -148,6 +148,7 @@ class ProviderClient:
         url: str,
         *,
         params: Any = None,
+        json: Any = None,
         permission: str = "",
         expected: tuple[int, ...] = (200,),
     ) -> httpx.Response:
@@ -158,7 +159,7 @@ class ProviderClient:
         for attempt in range(1, self.policy.max_attempts + 1):
             try:
                 with self.budget.slot():
-                    response = self._client.request(method, target, params=params)
+                    response = self._client.request(method, target, params=params, json=json)
                 self.requests_made += 1
             except self._httpx.TransportError as exc:
                 last = f"{exc.__class__.__name__}: {exc}"
@@ -210,12 +211,18 @@ class ProviderClient:
     def get_json(
         self, url: str, *, params: Any = None, permission: str = ""
     ) -> tuple[Any, httpx.Response]:
-        response = self.request("GET", url, params=params, permission=permission)
+        return self._decoded(self.request("GET", url, params=params, permission=permission))
+
+    def post_json(self, url: str, body: Any, *, permission: str = "") -> tuple[Any, httpx.Response]:
+        """A read made as a POST (a GraphQL query): the JSON answer and the response."""
+        return self._decoded(self.request("POST", url, json=body, permission=permission))
+
+    def _decoded(self, response: httpx.Response) -> tuple[Any, httpx.Response]:
         try:
             return decode_json(response.content), response
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise MalformedResponseError(
-                f"source '{self.source}': GET {redact_url(response.request.url)} did not return JSON "
+                f"source '{self.source}': {response.request.method} {redact_url(response.request.url)} did not return JSON "
                 f"({response.headers.get('content-type', 'no content type')}): {_snippet(response)}"
             ) from None
 

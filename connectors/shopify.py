@@ -1,5 +1,8 @@
 """Shopify: no API lists webhook deliveries, so reconcile resource state (shared/providers.md §3).
 
+This module reads through the REST Admin API (``api = "rest"``); the default, GraphQL, is
+``connectors.shopify_graphql``.
+
 ``GET /admin/api/{version}/{resource}.json?status=any&updated_at_min=..&limit=250``, then the ``Link``
 ``rel="next"`` URL exactly as given (``page_info`` can't be combined with other filters), header
 ``X-Shopify-Access-Token``. Object version = ``updated_at``. Ids exceed 2^53: they are parsed as
@@ -14,16 +17,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import closing
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
-from connectors.base import Capabilities, Cursor, Listing, Page, Record, ScanOptions
+from connectors.base import Cursor, Page, Record, ScanOptions
 from connectors.budget import BudgetSettings
-from connectors.errors import ConfigError, UnsupportedError
+from connectors.errors import ConfigError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url, require
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import parse_shopify
 from connectors.provider import ClientFactory, Provider, kept, scheme
+from connectors.shopify_base import ShopifyBase
+from connectors.shopify_graphql import ShopifyGraphQLConnector
 from connectors.signatures import shopify_sign, verify_shopify
 
 PAGE_SIZE = 250
@@ -55,11 +60,7 @@ def resource_record(resource: str, item: Mapping[str, Any]) -> Record:
     )
 
 
-class ShopifyConnector:
-    # Shopify lists current resources, not the webhooks it sent
-    capabilities = Capabilities(lists_events=False)
-    listing = Listing()
-
+class ShopifyConnector(ShopifyBase):
     def __init__(
         self,
         source: str,
@@ -69,21 +70,10 @@ class ShopifyConnector:
         resources: tuple[str, ...] = ("orders",),
         page_size: int = PAGE_SIZE,
     ) -> None:
-        self.source = source
-        self.client = client
+        super().__init__(source, client)
         self.api_version = api_version
         self.resources = resources
         self.page_size = min(max(page_size, 1), 250)
-
-    @property
-    def retention(self) -> timedelta | None:
-        return None  # state, not a log: nothing expires
-
-    def request_rate(self) -> float | None:
-        return self.client.budget.current_rate()
-
-    def close(self) -> None:
-        self.client.close()
 
     def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
         state: dict[str, Any] = (
@@ -165,11 +155,6 @@ class ShopifyConnector:
                 if not next_url:
                     return
 
-    def fetch_event(self, event_id: str) -> Record:
-        raise UnsupportedError(
-            f"source '{self.source}': Shopify has no API that lists webhook deliveries"
-        )
-
     def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
         resource = object_type + "s"
         body, response = self.client.get_json(
@@ -180,24 +165,24 @@ class ShopifyConnector:
             require(body, object_type, source=self.source, url=str(response.request.url), kind=dict)
         )
 
-    def redeliver(self, event_id: str) -> None:
-        raise UnsupportedError(
-            f"source '{self.source}': Shopify cannot be asked to redeliver a webhook"
-        )
-
 
 class ShopifyKeys(ProviderKeys):
     api_version: str = "2025-01"
     resources: tuple[str, ...] = ("orders",)
+    # GraphQL by default: Shopify calls REST legacy and requires GraphQL of new public apps
+    api: Literal["graphql", "rest"] = "graphql"
 
 
-def _build(options: SourceOptions, client: ClientFactory) -> ShopifyConnector:
+def _build(
+    options: SourceOptions, client: ClientFactory
+) -> ShopifyConnector | ShopifyGraphQLConnector:
     if not options.base_url:
         raise ConfigError(
             f"source '{options.name}': a Shopify connector needs 'base_url' (https://{{shop}}.myshopify.com)"
         )
     keys = options.own(ShopifyKeys)
-    return ShopifyConnector(
+    connector = ShopifyGraphQLConnector if keys.api == "graphql" else ShopifyConnector
+    return connector(
         options.name,
         client(
             options.base_url, {"X-Shopify-Access-Token": options.require_api_key()}, options.hint()

@@ -11,7 +11,8 @@ import httpx
 class Misbehaving(httpx.BaseTransport):
     """Loopback to the real stand-in, with list pages edited on the given calls (1-based):
     ``empty`` keeps "there is more" on an empty page, ``repeat`` answers the previous page again,
-    ``stuck`` gives a next link equal to the request's own URL."""
+    ``stuck`` gives a next link equal to the request's own URL. Shopify GraphQL list answers
+    (``data.orders``) are edited the same way: empty nodes, the previous answer, the same cursor."""
 
     def __init__(self, mode: str, bad: Callable[[int], bool], items_key: str | None) -> None:
         self.inner = httpx.HTTPTransport()
@@ -24,6 +25,8 @@ class Misbehaving(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         response = self.inner.handle_request(request)
+        if request.url.path.endswith("/graphql.json"):
+            return self._graphql(request, response)
         if not request.url.path.endswith(("/v1/events", "/deliveries", "/orders.json", "/link")):
             return response
         response.read()
@@ -48,3 +51,28 @@ class Misbehaving(httpx.BaseTransport):
                 headers["link"] = f'<{request.url}>; rel="next"'
         self.previous = (body, headers)  # what was served: a repeat repeats itself
         return httpx.Response(response.status_code, headers=headers, content=body)
+
+    def _graphql(self, request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        response.read()
+        doc = json.loads(response.content)
+        orders = (doc.get("data") or {}).get("orders") if isinstance(doc, dict) else None
+        if not isinstance(orders, dict):  # a look-up or an error: not a list page
+            return httpx.Response(
+                response.status_code, headers=response.headers, content=response.content
+            )
+        self.calls += 1
+        body = response.content
+        if self.bad(self.calls):
+            if self.mode == "repeat" and self.previous is not None:
+                body = self.previous[0]
+            elif self.mode == "empty" and orders["pageInfo"]["hasNextPage"]:
+                orders["nodes"] = []
+                body = json.dumps(doc).encode()
+            elif self.mode == "stuck":
+                asked = json.loads(request.content).get("variables", {}).get("after")
+                orders["pageInfo"] = {"hasNextPage": True, "endCursor": asked}
+                body = json.dumps(doc).encode()
+        self.previous = (body, {})
+        return httpx.Response(
+            response.status_code, headers={"content-type": "application/json"}, content=body
+        )

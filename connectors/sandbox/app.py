@@ -38,7 +38,7 @@ from starlette.routing import Route
 
 from connectors.sandbox.common import CallBucket, Faults, Keys, Stats
 from connectors.sandbox.github_api import GITHUB_RETENTION, GitHubApi
-from connectors.sandbox.shopify_api import ShopifyApi
+from connectors.sandbox.shopify_graphql import POINTS, RESTORE_RATE, ShopifyGraphQLApi
 from connectors.sandbox.stripe_api import StripeApi
 from connectors.sandbox.world import World
 
@@ -68,7 +68,7 @@ def throttled(route: str, wait: float) -> Response:
     )
 
 
-class Sandbox(StripeApi, GitHubApi, ShopifyApi):
+class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi):
     def __init__(
         self,
         world: World,
@@ -78,6 +78,7 @@ class Sandbox(StripeApi, GitHubApi, ShopifyApi):
         clock: Callable[[], datetime] | None = None,
         github_retention: timedelta = GITHUB_RETENTION,
         shopify_bucket: int = 40,
+        shopify_points: tuple[float, float] = (POINTS, RESTORE_RATE),
     ) -> None:
         self.world = world
         self.keys = keys or Keys()
@@ -88,6 +89,7 @@ class Sandbox(StripeApi, GitHubApi, ShopifyApi):
         self.shopify_bucket = (
             shopify_bucket  # Shopify's standard plan: 40 calls, leaking 2 per second
         )
+        self.shopify_points = shopify_points  # GraphQL's cost bucket: maximum, restored a second
         self._lock = threading.Lock()
         self._calls: CallBucket | None = None
         self._bucket: list[float] = []  # Shopify call times, for the call-limit header
@@ -137,6 +139,7 @@ class Sandbox(StripeApi, GitHubApi, ShopifyApi):
                 ),
                 Route("/admin/api/{version}/orders.json", self.shopify_list, methods=["GET"]),
                 Route("/admin/api/{version}/orders/{id}.json", self.shopify_order, methods=["GET"]),
+                Route("/admin/api/{version}/graphql.json", self.shopify_graphql, methods=["POST"]),
                 Route("/_sandbox/faults", self.set_faults, methods=["POST"]),
                 Route("/_sandbox/stats", self.get_stats, methods=["GET"]),
                 Route("/_sandbox/health", self.health, methods=["GET"]),

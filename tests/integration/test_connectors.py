@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +19,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from connectors.base import Page, Record, ScanOptions
-from connectors.errors import AuthError, MalformedResponseError, UnavailableError, UnsupportedError
+from connectors.errors import (
+    AuthError,
+    ConfigError,
+    MalformedResponseError,
+    NotFoundError,
+    UnavailableError,
+    UnsupportedError,
+)
 from connectors.github import delivery_record
 from connectors.http import RetryPolicy
 from connectors.paging import PageShape, PagingError, page_fault
@@ -218,7 +226,8 @@ def test_malformed_page_leaves_the_cursor_where_it_was(
     sandbox: tuple[Sandbox, RunningServer],
 ) -> None:
     box, server = sandbox
-    src = source(server.url, "stripe", page_size=40)
+    # one request at a time: the third call is the third page (slices may have more in flight)
+    src = source(server.url, "stripe", page_size=40, max_concurrency=1)
     box.faults = Faults(malformed_call=3)
     saved = None
     seen: list[str] = []
@@ -377,19 +386,99 @@ def test_github_only_reads_inside_the_look_back(sandbox: tuple[Sandbox, RunningS
 # -- Shopify ---------------------------------------------------------------------------------------
 
 
-def test_shopify_orders_scan_resume_and_big_ids(sandbox: tuple[Sandbox, RunningServer]) -> None:
+@pytest.mark.parametrize("api", ["graphql", "rest"])
+def test_shopify_orders_scan_resume_and_big_ids(
+    sandbox: tuple[Sandbox, RunningServer], api: str
+) -> None:
     box, server = sandbox
-    src = source(server.url, "shopify", page_size=25)
+    src = source(server.url, "shopify", page_size=25, api=api)
     first, mid = scan(connect(src), limit_pages=2, initial_lookback=timedelta(hours=48))
     rest, cursor = scan(connect(src), mid, initial_lookback=timedelta(hours=48))
     objects = [r.object_id for p in first + rest for r in p.records]
     assert len(objects) == len(set(objects)) == 120
     assert str(SHOPIFY_ORDER_BASE_ID) in objects  # exact, > 2**53
     assert all(r.object_type == "order" and r.event_id is None for p in first for r in p.records)
-    newest = max(o["updated_at"] for o in box.world.shopify_orders.values())
-    assert cursor == {"orders": {"since": newest}}
+    newest = max(datetime.fromisoformat(o["updated_at"]) for o in box.world.shopify_orders.values())
+    assert datetime.fromisoformat(cursor["orders"]["since"].replace("Z", "+00:00")) == newest
+    assert set(cursor["orders"]) == {"since"}
     order = connect(src).fetch_object("order", str(SHOPIFY_ORDER_BASE_ID))
     assert order["id"] == SHOPIFY_ORDER_BASE_ID
+
+
+def test_shopify_graphql_records_carry_the_rest_and_webhook_shape(
+    sandbox: tuple[Sandbox, RunningServer],
+) -> None:
+    """A business check's paths (financial_status, total_price, ...) read the same whichever
+    API listed the order: GraphQL's answer is mapped to what REST and the webhooks carry."""
+    _, server = sandbox
+    by_api = {}
+    for api in ("graphql", "rest"):
+        pages, _ = scan(
+            connect(source(server.url, "shopify", api=api)), initial_lookback=timedelta(hours=48)
+        )
+        by_api[api] = {r.object_id: r for p in pages for r in p.records}
+    assert by_api["graphql"].keys() == by_api["rest"].keys() and len(by_api["rest"]) == 120
+    for object_id, rest in by_api["rest"].items():
+        graphql = by_api["graphql"][object_id]
+        assert graphql.occurred_at == rest.occurred_at
+        for field in ("id", "name", "email", "currency", "total_price", "financial_status"):
+            assert graphql.payload[field] == rest.payload[field], field
+        assert graphql.payload["fulfillment_status"] == rest.payload["fulfillment_status"]
+        assert graphql.payload["admin_graphql_api_id"] == f"gid://shopify/Order/{object_id}"
+
+
+@pytest.mark.parametrize(("at_once", "killed_after"), [(1, 3), (4, 1), (4, 5), (16, 3)])
+def test_shopify_graphql_slices_read_every_order_once_and_resume(
+    sandbox: tuple[Sandbox, RunningServer], at_once: int, killed_after: int
+) -> None:
+    _, server = sandbox
+    src = source(
+        server.url, "shopify", page_size=10, max_concurrency=at_once, max_requests_per_second=0
+    )
+    first, mid = scan(connect(src), limit_pages=killed_after, initial_lookback=timedelta(hours=48))
+    assert mid["orders"]["phase"] == "sliced" and first[-1].slices is not None
+    rest, cursor = scan(connect(src), mid, initial_lookback=timedelta(hours=48))
+    objects = [r.object_id for p in first + rest for r in p.records]
+    assert len(objects) == len(set(objects)) == 120
+    assert set(cursor["orders"]) == {"since"}
+    planned = max(p.slices[1] for p in first + rest if p.slices)
+    assert planned == 1 if at_once == 1 else planned > 1  # split only for idle fetchers
+
+
+def test_shopify_graphql_waits_out_throttled_answers(
+    sandbox: tuple[Sandbox, RunningServer],
+) -> None:
+    """A cost bucket that holds one page at a time: every other query is THROTTLED (HTTP 200, the
+    body decides); the scan waits for the points it asked for and reads everything."""
+    box, server = sandbox
+    box.shopify_points = (260.0, 400.0)  # a 152-point page (50 orders), refilled in 0.4 s
+
+    class Waits(Sleeps):  # the waits asked for, really waited: the points come back in time
+        def __call__(self, seconds: float) -> None:
+            super().__call__(seconds)
+            time.sleep(seconds)
+
+    sleeps = Waits()
+    src = source(server.url, "shopify", max_concurrency=1, page_size=50)
+    pages, _ = scan(connect(src, sleeps), initial_lookback=timedelta(hours=48))
+    assert sum(len(p.records) for p in pages) == 120
+    assert box.stats.throttled >= 1
+    # (asked - available) / restore rate: (152 - 108) / 400 = 0.11 s, not a blind backoff
+    assert sleeps and all(0 < s <= 0.4 for s in sleeps)
+
+
+def test_shopify_graphql_unknown_order_is_not_found(sandbox: tuple[Sandbox, RunningServer]) -> None:
+    _, server = sandbox
+    with pytest.raises(NotFoundError, match=r"source 'sbx-shopify': order 42 was not found"):
+        connect(source(server.url, "shopify")).fetch_object("order", "42")
+
+
+def test_shopify_graphql_refuses_resources_it_cannot_read(
+    sandbox: tuple[Sandbox, RunningServer],
+) -> None:
+    _, server = sandbox
+    with pytest.raises(ConfigError, match=r"\['products'\].*REST API only; set api = \"rest\""):
+        connect(source(server.url, "shopify", resources=["orders", "products"]))
 
 
 def test_shopify_401(sandbox: tuple[Sandbox, RunningServer]) -> None:
@@ -559,63 +648,75 @@ def test_github_item_without_guid_is_a_clear_error(serve: Any) -> None:
 KINDS: dict[str, dict[str, Any]] = {
     "stripe": {"page_size": 50},
     "github": {"repository": "octocat/Hello-World", "hook_id": 1, "page_size": 50},
-    "shopify": {"page_size": 50},
+    # one request at a time: the faults below come at a known call
+    # (20 requests a second: Shopify's default 2 makes the 429 test pace itself for 10 s)
+    "shopify": {"page_size": 50, "max_concurrency": 1, "max_requests_per_second": 20},  # GraphQL
+    "shopify-rest": {"page_size": 50, "api": "rest", "max_requests_per_second": 20},
 }
 TOTALS = {"stripe": 300, "github": 200, "shopify": 120}
+
+
+def kind_of(name: str) -> str:
+    return name.partition("-")[0]
 
 
 def _count(pages: list[Page]) -> int:
     return sum(len(p.records) for p in pages)
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_connector_honours_retry_after_and_survives_a_5xx_burst(
-    sandbox: tuple[Sandbox, RunningServer], kind: str
+    sandbox: tuple[Sandbox, RunningServer], name: str
 ) -> None:
+    kind = kind_of(name)
     box, server = sandbox
     box.faults = Faults(
         rate_limit_every=2, retry_after=0.125, error_burst_start=3, error_burst_len=1
     )
     sleeps = Sleeps()
     pages, _ = scan(
-        connect(source(server.url, kind, **KINDS[kind]), sleeps),
+        connect(source(server.url, kind, **KINDS[name]), sleeps),
         initial_lookback=timedelta(hours=48),
     )
     assert _count(pages) == TOTALS[kind]
     assert 0.125 in sleeps  # the provider's Retry-After, not our own backoff
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_connector_surfaces_a_lasting_outage(
-    sandbox: tuple[Sandbox, RunningServer], kind: str
+    sandbox: tuple[Sandbox, RunningServer], name: str
 ) -> None:
+    kind = kind_of(name)
     box, server = sandbox
     box.faults = Faults(error_burst_start=1, error_burst_len=10_000, error_status=500)
     with pytest.raises(
-        UnavailableError, match=rf"source 'sbx-{kind}': GET .*failed after 3 attempt\(s\).*HTTP 500"
+        UnavailableError,
+        match=rf"source 'sbx-{kind}': (GET|POST) .*failed after 3 attempt\(s\).*HTTP 500",
     ):
-        scan(connect(source(server.url, kind, **KINDS[kind]), attempts=3))
+        scan(connect(source(server.url, kind, **KINDS[name]), attempts=3))
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_connector_names_the_rejected_key(
-    sandbox: tuple[Sandbox, RunningServer], kind: str
+    sandbox: tuple[Sandbox, RunningServer], name: str
 ) -> None:
+    kind = kind_of(name)
     _, server = sandbox
     env_name = {"stripe": "SBX_STRIPE", "github": "SBX_GITHUB", "shopify": "SBX_SHOPIFY"}[kind]
     with pytest.raises(
         AuthError, match=rf"source 'sbx-{kind}'.*HTTP 401.*this call needs .*\${env_name}"
     ):
-        scan(build(source(server.url, kind, **KINDS[kind]), environ={env_name: "wrong"}))
+        scan(build(source(server.url, kind, **KINDS[name]), environ={env_name: "wrong"}))
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_connector_keeps_its_cursor_on_a_malformed_page(
-    sandbox: tuple[Sandbox, RunningServer], kind: str
+    sandbox: tuple[Sandbox, RunningServer], name: str
 ) -> None:
+    kind = kind_of(name)
     box, server = sandbox
     box.faults = Faults(malformed_call=2)
-    src = source(server.url, kind, **KINDS[kind])
+    src = source(server.url, kind, **KINDS[name])
     opts = ScanOptions(now=datetime.now(UTC), initial_lookback=timedelta(hours=48))
     saved, seen = None, 0
     with pytest.raises(MalformedResponseError, match=rf"source 'sbx-{kind}'.*did not return JSON"):
@@ -873,35 +974,38 @@ FAULT_KINDS: dict[str, tuple[dict[str, Any], str | None, tuple[str, ...]]] = {
     # of sliced paging)
     "stripe": ({"page_size": 50, "max_concurrency": 1}, "data", ("empty", "repeat")),
     "github": (KINDS["github"], None, ("empty", "repeat", "stuck")),
-    "shopify": ({"page_size": 50}, "orders", ("empty", "repeat", "stuck")),
+    "shopify": ({"page_size": 50, "max_concurrency": 1}, "orders", ("empty", "repeat", "stuck")),
+    "shopify-rest": ({"page_size": 50, "api": "rest"}, "orders", ("empty", "repeat", "stuck")),
 }
 FAULT_CASES = [(kind, mode) for kind, (_, _, modes) in FAULT_KINDS.items() for mode in modes]
 
 
-def _misbehaving(server: RunningServer, kind: str, transport: Misbehaving) -> Any:
-    extra = FAULT_KINDS[kind][0]
-    src = source(server.url, kind, **extra)
+def _misbehaving(server: RunningServer, name: str, transport: Misbehaving) -> Any:
+    extra = FAULT_KINDS[name][0]
+    src = source(server.url, kind_of(name), **extra)
     return build(src, environ=ENV, sleep=Sleeps(), transport=transport)
 
 
-@pytest.mark.parametrize(("kind", "mode"), FAULT_CASES)
+@pytest.mark.parametrize(("name", "mode"), FAULT_CASES)
 def test_a_page_that_misbehaves_once_is_fetched_again(
-    sandbox: tuple[Sandbox, RunningServer], kind: str, mode: str
+    sandbox: tuple[Sandbox, RunningServer], name: str, mode: str
 ) -> None:
+    kind = kind_of(name)
     _, server = sandbox
-    transport = Misbehaving(mode, lambda call: call == 2, FAULT_KINDS[kind][1])
-    pages, _ = scan(_misbehaving(server, kind, transport), initial_lookback=timedelta(hours=48))
+    transport = Misbehaving(mode, lambda call: call == 2, FAULT_KINDS[name][1])
+    pages, _ = scan(_misbehaving(server, name, transport), initial_lookback=timedelta(hours=48))
     assert len(ids(pages)) == _count(pages) == TOTALS[kind]
     if kind != "shopify":  # Shopify orders are state records, without event ids
         assert len(set(ids(pages))) == TOTALS[kind]
 
 
-@pytest.mark.parametrize(("kind", "mode"), FAULT_CASES)
+@pytest.mark.parametrize(("name", "mode"), FAULT_CASES)
 def test_a_page_that_always_misbehaves_fails_the_scan_at_the_last_good_cursor(
-    sandbox: tuple[Sandbox, RunningServer], kind: str, mode: str
+    sandbox: tuple[Sandbox, RunningServer], name: str, mode: str
 ) -> None:
+    kind = kind_of(name)
     _, server = sandbox
-    transport = Misbehaving(mode, lambda call: call >= 2, FAULT_KINDS[kind][1])
+    transport = Misbehaving(mode, lambda call: call >= 2, FAULT_KINDS[name][1])
     opts = ScanOptions(now=datetime.now(UTC), initial_lookback=timedelta(hours=48))
     saved, seen = None, 0
     reason = {
@@ -910,11 +1014,11 @@ def test_a_page_that_always_misbehaves_fails_the_scan_at_the_last_good_cursor(
         "stuck": "(gives a next cursor that does not advance|repeats the previous page)",
     }[mode]
     with pytest.raises(PagingError, match=rf"source 'sbx-{kind}': .*{reason} \(3 tries\)"):
-        for page in _misbehaving(server, kind, transport).pages(None, opts):
+        for page in _misbehaving(server, name, transport).pages(None, opts):
             seen += len(page.records)
             saved = page.cursor
     assert seen == 50 and saved is not None and transport.calls == 4
-    rest = list(connect(source(server.url, kind, **FAULT_KINDS[kind][0])).pages(saved, opts))
+    rest = list(connect(source(server.url, kind, **FAULT_KINDS[name][0])).pages(saved, opts))
     assert seen + _count(rest) == TOTALS[kind]
 
 

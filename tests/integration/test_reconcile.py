@@ -398,11 +398,12 @@ orders = Table(
 )
 
 
+@pytest.mark.parametrize("api", ["graphql", "rest"])
 def test_shopify_state_reconciliation(
-    db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.MonkeyPatch
+    db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.MonkeyPatch, api: str
 ) -> None:
     """No delivery log: objects whose webhooks never arrived are missing by object; rows are compared
-    with the order's current state."""
+    with the order's current state. The same discrepancies through either of Shopify's APIs."""
     from connectors.sandbox.sender import shopify_webhooks
 
     monkeypatch.setenv("T_SBX_SHOP", "shpat_sandbox")
@@ -425,6 +426,7 @@ def test_shopify_state_reconciliation(
                     {
                         "name": "shop",
                         "kind": "shopify",
+                        "api": api,
                         "base_url": server.url,
                         "api_key_env": "T_SBX_SHOP",
                         "signing_secret_env": "T_SHOPIFY_SECRET",

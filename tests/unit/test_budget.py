@@ -143,6 +143,15 @@ def test_shopify_graphql_cost_reads_as_a_bucket() -> None:
     assert b.effective_rate(clock.now) == 50
 
 
+def test_shopify_graphql_cost_paces_requests_by_their_cost() -> None:
+    # 100 points a second and 250 points a page: 0.4 pages a second once the bucket is half spent
+    b, clock = budget(None)
+    b.graphql_cost(available=1500, maximum=2000, restore_rate=100, cost=250)
+    assert b.effective_rate(clock.now) is None  # a quarter spent: no signal yet
+    b.graphql_cost(available=900, maximum=2000, restore_rate=100, cost=250)
+    assert b.effective_rate(clock.now) == pytest.approx(0.4)
+
+
 @pytest.mark.parametrize("bad", [{"rate": 0.0}, {"rate": -1.0}, {"concurrency": 0}])
 def test_settings_refuse_nonsense(bad: dict[str, float]) -> None:
     values = {"rate": 1.0, "concurrency": 1, **bad}

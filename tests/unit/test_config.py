@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from connectors.shopify import ShopifyKeys
 from reconciler.cli.main import main
 from reconciler.config import load_config
 from reconciler.errors import ConfigError
+from reconciler.sources import options_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,3 +138,27 @@ def test_any_request_budget_loads_within_its_limits_or_names_the_key(
     budget = budget_of(loaded.sources[0])
     assert 1 <= budget.concurrency <= 64
     assert budget.rate is None or 0 < budget.rate <= 10_000
+
+
+@settings(max_examples=100, deadline=None)
+@given(api=st.one_of(st.sampled_from(["graphql", "rest"]), st.text(max_size=8), st.integers()))
+def test_the_shopify_api_key_is_graphql_or_rest_or_names_the_key(api: object) -> None:
+    from reconciler.config import parse_settings
+
+    source = {"name": "shop", "kind": "shopify", "api": api}
+    try:
+        loaded = parse_settings({"sources": [source]}, "<fuzz>")
+    except ConfigError as exc:
+        assert api not in ("graphql", "rest")
+        assert str(exc).startswith("<fuzz>: table [sources][0] (name 'shop'), key 'api'"), str(exc)
+        return
+    assert options_of(loaded.sources[0], secrets=False).own(ShopifyKeys).api == api
+
+
+def test_shopify_reads_through_graphql_unless_told_rest() -> None:
+    from reconciler.config import parse_settings
+
+    plain = parse_settings({"sources": [{"name": "s", "kind": "shopify"}]}, "<t>").sources[0]
+    assert options_of(plain, secrets=False).own(ShopifyKeys).api == "graphql"
+    with pytest.raises(ConfigError, match="key 'api'"):
+        parse_settings({"sources": [{"name": "s", "kind": "stripe", "api": "rest"}]}, "<t>")
