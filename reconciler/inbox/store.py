@@ -18,7 +18,7 @@ from connectors.fingerprint import Segment, fingerprint
 from connectors.parsing import ParsedEvent
 from reconciler.inbox.bounds import rejected_row_values
 from reconciler.inbox.conflicts import Conflict, open_conflicts
-from reconciler.storage.dialect import insert_for
+from reconciler.storage.dialect import CompiledOnce, insert_for
 from reconciler.storage.models import (
     DELIVERIES,
     INBOX_EVENTS,
@@ -67,6 +67,28 @@ class RejectedRecord:
 Item = IncomingEvent | RejectedRecord
 
 
+EVENT_COLUMNS = (
+    "source",
+    "event_id",
+    "event_type",
+    "object_type",
+    "object_id",
+    "occurred_at",
+    "api_version",
+    "account",
+    "body",
+    "content_type",
+    "headers",
+    "received_at",
+    "origin",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "correlation_id",
+    "fingerprint",
+)
+
+
 def _event_row(item: IncomingEvent, content: str) -> dict[str, Any]:
     p = item.parsed
     return {
@@ -89,6 +111,15 @@ def _event_row(item: IncomingEvent, content: str) -> dict[str, Any]:
         "correlation_id": item.correlation_id,
         "fingerprint": content,
     }
+
+
+STORE_ONE_EVENT = CompiledOnce(
+    EVENTS,
+    EVENT_COLUMNS,
+    lambda insert: insert.on_conflict_do_nothing(index_elements=["source", "event_id"]).returning(
+        EVENTS.c.source, EVENTS.c.event_id
+    ),
+)
 
 
 def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome]:
@@ -116,7 +147,11 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
             (_event_row(e, contents[id(e)]) for e in events),
             key=lambda r: (r["source"], r["event_id"]),
         )
-        inserted = {(r.source, r.event_id) for r in conn.execute(stmt, rows)}
+        if len(rows) == 1:  # (few connections: most batches hold one event)
+            found = STORE_ONE_EVENT.execute(conn, rows[0])
+        else:
+            found = list(conn.execute(stmt, rows))
+        inserted = {(source, event_id) for source, event_id in found}
     # What each key's redeliveries are compared with: the copy this batch stored, or the inbox's.
     first: dict[tuple[str, str], IncomingEvent] = {}
     for e in events:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -20,3 +21,43 @@ def dialect_insert(dialect: str, table: Table) -> Any:
     if dialect == "sqlite":
         return sqlite.insert(table)
     raise NotImplementedError(f"unsupported database dialect {dialect!r}")
+
+
+class CompiledOnce:
+    """A dialect-specific statement compiled once per dialect and run with one row of values.
+
+    SQLAlchemy does not cache the compiled form of the dialects' ``insert()`` (their ``ON
+    CONFLICT`` state is not part of a cache key), so each execution compiles it again — for a
+    one-row batch, more than the database's own work. This compiles it once, for the given
+    ``keys``, and binds each value through its column type's processor as SQLAlchemy would.
+    """
+
+    def __init__(self, table: Table, keys: Sequence[str], build: Callable[[Any], Any]) -> None:
+        self._table, self._keys, self._build = table, tuple(keys), build
+        self._compiled: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+    def _for(self, dialect: Any) -> tuple[Any, dict[str, Any]]:
+        found = self._compiled.get(dialect.name)
+        if found is None:
+            compiled = self._build(dialect_insert(dialect.name, self._table)).compile(
+                dialect=dialect, column_keys=list(self._keys)
+            )
+            processors = {
+                key: self._table.c[key].type.dialect_impl(dialect).bind_processor(dialect)
+                for key in self._keys
+            }
+            found = (compiled, processors)
+            self._compiled[dialect.name] = found
+        return found
+
+    def execute(self, conn: Connection, row: Mapping[str, Any]) -> list[Any]:
+        """The statement's result rows for ``row`` (which holds exactly ``keys``)."""
+        compiled, processors = self._for(conn.dialect)
+        values = {}
+        for key in self._keys:
+            process = processors[key]
+            values[key] = row[key] if process is None else process(row[key])
+        params: Any = (
+            tuple(values[name] for name in compiled.positiontup) if compiled.positional else values
+        )
+        return list(conn.exec_driver_sql(compiled.string, params))

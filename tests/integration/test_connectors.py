@@ -451,7 +451,9 @@ def test_shopify_graphql_waits_out_throttled_answers(
     """A cost bucket that holds one page at a time: every other query is THROTTLED (HTTP 200, the
     body decides); the scan waits for the points it asked for and reads everything."""
     box, server = sandbox
-    box.shopify_points = (260.0, 400.0)  # a 152-point page (50 orders), refilled in 0.4 s
+    # a 152-point page (50 orders) in a 260-point bucket restored at 60 a second: the next page
+    # has to wait ~0.7 s, longer than a slow request takes to come back
+    box.shopify_points = (260.0, 60.0)
 
     class Waits(Sleeps):  # the waits asked for, really waited: the points come back in time
         def __call__(self, seconds: float) -> None:
@@ -463,8 +465,8 @@ def test_shopify_graphql_waits_out_throttled_answers(
     pages, _ = scan(connect(src, sleeps), initial_lookback=timedelta(hours=48))
     assert sum(len(p.records) for p in pages) == 120
     assert box.stats.throttled >= 1
-    # (asked - available) / restore rate: (152 - 108) / 400 = 0.11 s, not a blind backoff
-    assert sleeps and all(0 < s <= 0.4 for s in sleeps)
+    # (asked - available) / restore rate: at most (152 - 108) / 60 = 0.73 s, not a blind backoff
+    assert sleeps and all(0 < s <= 0.75 for s in sleeps)
 
 
 def test_shopify_graphql_unknown_order_is_not_found(sandbox: tuple[Sandbox, RunningServer]) -> None:
