@@ -284,7 +284,25 @@ class ShopifyGraphQLApi(ShopifyApi):
             return JSONResponse({"errors": [exc.formatted]})
         if invalid := validate(SCHEMA, document):
             return JSONResponse({"errors": [e.formatted for e in invalid]})
+        # run first (the world is in memory): invalid variables and refused arguments answer
+        # their errors before any cost is worked out from them
+        root = _Root([order_node(o) for o in self.world.shopify_orders.values()])
+        result = execute_sync(SCHEMA, document, root_value=root, variable_values=variables)
+        if result.errors and result.data is None:
+            return JSONResponse({"data": None, "errors": [e.formatted for e in result.errors]})
         requested = query_cost(document, variables)
+        if requested > self.shopify_points[0]:
+            return JSONResponse(
+                {
+                    "errors": [
+                        {
+                            "message": f"Query cost is {requested}, which exceeds the single "
+                            f"query max cost limit ({self.shopify_points[0]:g}).",
+                            "extensions": {"code": "MAX_COST_EXCEEDED"},
+                        }
+                    ]
+                }
+            )
         with self._lock:
             taken, available = self._spend(requested)
         if not taken:
@@ -303,8 +321,6 @@ class ShopifyGraphQLApi(ShopifyApi):
                     "extensions": self._cost(requested, None, available),
                 }
             )
-        root = _Root([order_node(o) for o in self.world.shopify_orders.values()])
-        result = execute_sync(SCHEMA, document, root_value=root, variable_values=variables)
         actual = query_cost(document, variables, returned=root.returned)
         with self._lock:
             available = self._refund(max(0, requested - actual))

@@ -13,6 +13,8 @@ import pytest
 import stripe as stripe_sdk
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -33,6 +35,7 @@ from connectors.paging import PageShape, PagingError, page_fault
 from connectors.sandbox.app import Faults, Keys, Sandbox
 from connectors.sandbox.world import SHOPIFY_ORDER_BASE_ID, GitHubAttempt, World, build_world
 from connectors.shopify import resource_record
+from connectors.shopify_graphql import ORDER_QUERY, ORDERS_QUERY
 from connectors.stripe import event_record
 from reconciler.config import SourceSettings, parse_settings
 from reconciler.sources import build_connector
@@ -1078,3 +1081,60 @@ def test_page_fault_rules() -> None:
         == "gives a next cursor that does not advance"
     )
     assert page_fault("r2", shape(["b"], False, None, "u"), ("a",)) is None
+
+
+_GRAPHQL_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+_GRAPHQL_BODIES = st.one_of(
+    _GRAPHQL_JSON,
+    st.fixed_dictionaries(
+        {
+            "query": st.sampled_from(
+                [
+                    ORDERS_QUERY,
+                    ORDER_QUERY,
+                    "{ orders(first: 3) { nodes { id } } }",
+                    "query { orders { nodes { id } } }",
+                    "{ nope }",
+                    "not graphql",
+                ]
+            )
+            | st.text(max_size=30),
+            "variables": st.dictionaries(
+                st.sampled_from(["first", "after", "query", "id"]),
+                st.integers(-5, 10**6) | st.text(max_size=20) | st.none(),
+                max_size=4,
+            )
+            | _GRAPHQL_JSON,
+        }
+    ),
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(body=_GRAPHQL_BODIES)
+@example(body={"query": ORDERS_QUERY, "variables": {"first": "x"}})  # was a 500 (found in review)
+@example(body={"query": ORDERS_QUERY, "variables": {"first": 10**6}})  # costs more than the bucket
+def test_the_sandboxs_graphql_answers_any_body_with_data_or_errors(
+    sandbox: tuple[Sandbox, RunningServer], body: Any
+) -> None:
+    """The sandbox's GraphQL route is an input path too: any body gets data or errors (400 when it
+    is not a query at all), never a server error."""
+    box, server = sandbox
+    box.shopify_points = (2000.0, 1e9)  # (refilled at once: this test is about answers, not cost)
+    answer = httpx.post(
+        f"{server.url}/admin/api/2025-01/graphql.json",
+        json=body,
+        headers={"X-Shopify-Access-Token": "shpat_sandbox"},
+        timeout=10,
+    )
+    assert answer.status_code in (200, 400), answer.text
+    doc = answer.json()
+    assert isinstance(doc, dict) and ("errors" in doc or "data" in doc)
