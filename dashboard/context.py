@@ -88,17 +88,11 @@ def ttl() -> int:
     return settings().dashboard.cache_ttl_seconds
 
 
-@st.cache_resource(show_spinner=False, max_entries=1)
-def _head(url: str) -> str | None:
-    # the migration scripts shipped with this version: read from disk once, not on every rerun
-    return head_revision(engine())
-
-
 def schema_problem() -> str | None:
     """A sentence for the page when the database cannot be used, else None (within the
     connection timeout, even when the database hangs)."""
     timeout = settings().database.connect_timeout_seconds
-    eng, head = engine(), _head(settings().database.url)
+    eng, head = engine(), head_revision()
     answer: list[str | None] = []
     # A database that hangs (accepts, then never answers) blocks a driver call with no timeout of
     # its own: the check runs on a daemon thread the page waits for at most connect_timeout_seconds

@@ -75,7 +75,7 @@ def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
         except SQLAlchemyError as exc:
             engine.dispose()
             raise database_error(db.url, exc) from None
-        if current != head_revision(engine):
+        if current != head_revision():
             engine.dispose()
             raise ConfigError(
                 f"the database schema is at revision {current or 'none'}, not the current one: "

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -206,27 +206,34 @@ def latest_records(check: CheckSettings, records: Sequence[Record]) -> dict[str,
     return latest
 
 
+def received_objects(
+    check: CheckSettings, records: Sequence[Record], received_keys: set[str]
+) -> set[str]:
+    """The objects of this check with at least one received record on the page."""
+    return {
+        r.object_id
+        for r in records
+        if r.object_id and key(r) in received_keys and check.applies_to(r.object_type, r.event_type)
+    }
+
+
 def latest_received(
     check: CheckSettings, records: Sequence[Record], received_keys: set[str]
 ) -> dict[str, Record]:
     """The objects of this check with at least one received record, each with the newest record
     the source lists for it (received or not): the state to judge its business row by."""
-    wanted = {
-        r.object_id
-        for r in records
-        if key(r) in received_keys and check.applies_to(r.object_type, r.event_type)
-    }
+    wanted = received_objects(check, records, received_keys)
     latest = latest_records(check, records)
     return {oid: r for oid, r in latest.items() if oid in wanted}
 
 
 def judged(
-    latest: Mapping[str, Record], received: Mapping[str, Record], facts: BusinessFacts
+    latest: Mapping[str, Record], received: Container[str], facts: BusinessFacts
 ) -> dict[str, Record]:
-    """What a page judges: the objects it holds a received record of (their business row must
-    exist), and every object with a business row, by the page's newest record of it. So whichever
-    page holds an object's newest record (a scan's pages fall differently with its slices) compares
-    the row with it, received or not (pure)."""
+    """What a page judges: the objects it holds a received record of (``received``: their
+    business row must exist), and every object with a business row, by the page's newest record of
+    it. So whichever page holds an object's newest record (a scan's pages fall differently with its
+    slices) compares the row with it, received or not (pure)."""
     return {oid: r for oid, r in latest.items() if oid in received or facts.rows.get(oid)}
 
 

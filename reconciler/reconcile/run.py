@@ -15,7 +15,8 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,6 +46,9 @@ from reconciler.storage.engine import database_error
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
+# Objects a scan remembers having judged (about 100 bytes each): an object's events lie close
+# together in time, so the pages that list its older ones come soon after.
+JUDGED_REMEMBERED = 50_000
 __all__ = ["ProgressHook", "Reconciler", "RunSummary", "reconcilable_sources"]
 
 
@@ -253,6 +257,10 @@ class _PageJudge:
         self.asks_at_once = asks_at_once  # current states asked together (the source's budget)
         self.source = judge.Source(connector.capabilities, connector.retention)
         self.fetched: dict[judge.ObjectKey, Mapping[str, Any] | None] = {}
+        # when each recently judged object's record was from: a page listing an older record of
+        # one (a newest-first scan lists an object's older events on later pages) is not judged
+        # again, nor its older snapshot asked of the provider
+        self.judged_at: OrderedDict[judge.ObjectKey, datetime] = OrderedDict()
 
     def judge(
         self,
@@ -273,12 +281,12 @@ class _PageJudge:
             return found
         received = judge.received(settled, inbox)
         for check in self.checks:
-            every = judge.latest_records(check.check, settled)
+            every = self._not_judged_newer(judge.latest_records(check.check, settled))
             if not every:
                 continue
             rows = facts(biz, check, sorted(every))
             latest = judge.judged(
-                every, judge.latest_received(check.check, settled, received), rows
+                every, judge.received_objects(check.check, settled, received), rows
             )
             latest = _without(latest, stale)
             ask = [
@@ -295,7 +303,27 @@ class _PageJudge:
                 store.idle()  # the provider's latency is never spent holding a lock
                 self.fetched.update(current_states(self.connector, ask, self.asks_at_once))
             found += judge.business(check.check, latest, rows, self.source, self.fetched)
+            self._remember(latest.values())
         return found
+
+    def _not_judged_newer(self, latest: dict[str, Any]) -> dict[str, Any]:
+        """``latest`` without the objects judged already on a newer record of this scan."""
+        out = {}
+        for object_id, record in latest.items():
+            at = self.judged_at.get((record.object_type or "", object_id))
+            if at is None or record.occurred_at is None or record.occurred_at >= at:
+                out[object_id] = record
+        return out
+
+    def _remember(self, records: Iterable[Any]) -> None:
+        for record in records:
+            if record.occurred_at is None or record.object_id is None:
+                continue
+            key = (record.object_type or "", record.object_id)
+            at = self.judged_at.pop(key, None)
+            self.judged_at[key] = record.occurred_at if at is None else max(at, record.occurred_at)
+        while len(self.judged_at) > JUDGED_REMEMBERED:  # the oldest remembered go first
+            self.judged_at.popitem(last=False)
 
 
 def _without(

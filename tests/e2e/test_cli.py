@@ -51,10 +51,9 @@ def test_init_is_idempotent(
     cfg = write_config(tmp_path, db_url)
     assert main(["init", "--config", str(cfg)]) == 0
     assert main(["init", "--config", str(cfg)]) == 0
-    from reconciler.storage.engine import make_engine
     from reconciler.storage.migrate import head_revision
 
-    head = head_revision(make_engine("sqlite://"))
+    head = head_revision()
     assert f"revision {head}" in capsys.readouterr().out
 
 

@@ -23,7 +23,7 @@ def scan_start(conn: Any, source: str) -> Any:
 
 def test_migrations_match_models_and_rerun_is_safe(engine: Engine) -> None:
     upgrade(engine)  # a second run is a no-op
-    assert current_revision(engine) == head_revision(engine)
+    assert current_revision(engine) == head_revision()
     with engine.connect() as conn:
         diff = compare_metadata(
             MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata
@@ -106,7 +106,7 @@ def test_0007_keeps_a_page_of_seen_ids_inline_on_postgres(engine: Engine) -> Non
     if engine.dialect.name != "postgresql":
         command.downgrade(alembic_config(engine), "0006")
         upgrade(engine)
-        assert current_revision(engine) == head_revision(engine)
+        assert current_revision(engine) == head_revision()
         return
     assert reloptions() == ["toast_tuple_target=8160"]
     page = json.dumps([f"evt_{i:024d}" for i in range(100)])

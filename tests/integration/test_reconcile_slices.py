@@ -105,3 +105,76 @@ def test_a_run_within_the_providers_limit_gets_no_429_and_one_above_it_backs_off
     # the 429s were waited out and slowed it down: nothing lost, nothing failed
     assert summary.status == "succeeded" and scenario.found() == scenario.expected
     assert scenario.sandbox.stats.throttled > 0
+
+
+def test_a_sequential_scan_never_asks_about_an_object_it_judged_on_a_newer_snapshot(
+    scenario: Scenario,
+) -> None:
+    """An invoice whose newest event never arrived, but whose row the application brought up to
+    date another way: its newest snapshot agrees with the row. A newest-first scan judges it on the
+    page with that event; the later pages list its older events, whose snapshots differ from the
+    row, and must not ask the provider about it (nothing newer in the inbox says they are stale)."""
+    from tests.scenario import invoices
+
+    world, dropped = scenario.world, set(scenario.dropped)
+    newest: dict[str, dict[str, Any]] = {}
+    for event in world.stripe_events:  # oldest first
+        obj = event["data"]["object"]
+        if obj.get("object") == "invoice":
+            newest[obj["id"]] = event
+    caught_up = [
+        i
+        for i, event in newest.items()
+        if event["id"] in dropped
+        and sum(e["data"]["object"]["id"] == i for e in world.stripe_events) > 1
+    ]
+    assert caught_up, "the scenario drops no invoice's newest event"
+    truth = world.stripe_objects
+    with scenario.engine.begin() as conn:
+        for i in caught_up:
+            current = truth[("invoice", i)]
+            conn.execute(
+                invoices.update()
+                .where(invoices.c.stripe_invoice_id == i)
+                .values(status=current["status"], amount_paid=current["amount_paid"])
+            )
+        rows = {r.stripe_invoice_id: r for r in conn.execute(select(invoices))}
+    expected = {
+        f
+        for f in scenario.expected
+        if not (f[0] in ("diverged", "unapplied") and f[1].split(":")[1] in caught_up)
+    }
+    expected |= {("unapplied", f"t_invoices:{i}", "") for i in caught_up if i not in rows}
+
+    def factory(source: SourceSettings) -> Any:  # a page an event: every older one on a later page
+        return build_connector(tuned(source, max_concurrency=1, page_size=1))
+
+    before = dict(scenario.sandbox.stats.by_route)
+    summary = scenario.reconciler(connector_factory=factory).run("stripe")
+    assert summary.status == "succeeded"
+    asked = {
+        path.rsplit("/", 1)[1]: n - before.get(path, 0)
+        for path, n in scenario.sandbox.stats.by_route.items()
+        if path.startswith("/v1/invoices/") and n > before.get(path, 0)
+    }
+
+    # asked only where a newest snapshot differs from the row (events of one second are all
+    # newest: which of them is newer the scan cannot tell, so it asks), and once each
+    def newest_snapshots(i: str) -> list[dict[str, Any]]:
+        of_it = [e for e in world.stripe_events if e["data"]["object"]["id"] == i]
+        last = max(e["created"] for e in of_it)
+        return [e["data"]["object"] for e in of_it if e["created"] == last]
+
+    agrees = {
+        i
+        for i in newest
+        if i in rows
+        and all(
+            obj[c] == rows[i]._mapping[c]
+            for obj in newest_snapshots(i)
+            for c in ("status", "amount_paid")
+        )
+    }
+    assert not set(asked) & agrees
+    assert set(asked.values()) <= {1}
+    assert scenario.found() == expected

@@ -7,6 +7,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from connectors.base import DeliveryAttempt
 from reconciler.reconcile import compare
@@ -113,3 +115,23 @@ def test_recover_by_is_the_occurrence_plus_the_providers_retention() -> None:
     assert compare.recover_by(T, timedelta(days=30)) == T + timedelta(days=30)
     assert compare.recover_by(None, timedelta(days=30)) is None
     assert compare.recover_by(T, None) is None
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.decimals(allow_nan=False, allow_infinity=False),
+    st.text(max_size=30),
+    st.sampled_from(["paid", "PAID", " Paid ", "2026-12-01T12:30:00Z", "2026-12-01 12:30:00"]),
+    st.datetimes(timezones=st.sampled_from([None, UTC])),
+)
+
+
+@given(_scalars, _scalars)
+def test_equal_is_reflexive_and_symmetric(a: Any, b: Any) -> None:
+    # a value equal to itself takes the short way (same type, ==); any other pair the normalised one:
+    # both ways must agree, whichever side of a pair a value is on
+    assert compare.equal(a, a)
+    assert compare.equal(a, b) is compare.equal(b, a)

@@ -63,5 +63,10 @@ def business_connection(
     if business_engine is store.conn.engine and not _is_postgres(business_engine):
         yield store.conn
         return
-    with business_engine.connect() as biz, read_only_session(biz, timeout_seconds):
-        yield biz
+    with business_engine.connect() as biz:
+        if _is_postgres(biz):
+            # each page's read is a statement of its own (read-only by the session's default): no
+            # BEGIN and ROLLBACK round trips around it, which cost more than the read
+            biz = biz.execution_options(isolation_level="AUTOCOMMIT")
+        with read_only_session(biz, timeout_seconds):
+            yield biz
