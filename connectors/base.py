@@ -118,6 +118,15 @@ class ScanOptions:
     prepare: Callable[[Sequence[Record]], Any] | None = None
 
 
+@dataclass(frozen=True)
+class Access:
+    """What one read-only request told of a source's credentials (``hookledger doctor``): what they
+    read, and where the provider says so, what more they may do than reconciliation needs."""
+
+    detail: str
+    warnings: tuple[str, ...] = ()
+
+
 class Connector(Protocol):
     source: str
     capabilities: Capabilities
@@ -141,5 +150,9 @@ class Connector(Protocol):
 
     def request_rate(self) -> float | None:
         """Requests a second this connector sent lately (None: it does not count them)."""
+
+    def check_access(self) -> Access:
+        """One read-only request, the kind a scan makes: raises a ConnectorError (an AuthError
+        naming the key) where the credentials cannot read what reconciliation reads."""
 
     def close(self) -> None: ...

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from connectors.base import Capabilities, Cursor, Listing, Page, Record, ScanOptions
+from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
 from connectors.errors import ConfigError, MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, parse_link_header, redact_url
 from connectors.options import ProviderKeys, SourceOptions
@@ -148,6 +148,18 @@ class GenericConnector:
             position = new_position
             request = self._next_request(request[0], position)
             params = request[1]
+
+    def check_access(self) -> Access:
+        body, response = self.client.get_json(self.list_url, params={self.cfg.limit_param: 1})
+        url = str(response.request.url)
+        items = json_path_get(body, self.cfg.items_path) if self.cfg.items_path else body
+        if not isinstance(items, list):
+            raise MalformedResponseError(
+                f"source '{self.source}': {redact_url(url)} has no list at '{self.cfg.items_path}'"
+            )
+        for i, item in enumerate(items):  # the configured paths read what it lists
+            self._record(item, url, i)
+        return Access(f"lists {len(items)} item(s) at {redact_url(url)}")
 
     def _next_request(self, url: str, position: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The request for the page after ``position``."""

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from connectors.base import (
+    Access,
     Capabilities,
     Cursor,
     DeliveryAttempt,
@@ -143,6 +144,12 @@ class GitHubConnector:
     def _get_page(
         self, url: str, params: Any = None
     ) -> tuple[list[Mapping[str, Any]], str | None, str]:
+        body, response = self._get_list(url, params)
+        following = parse_link_header(response.headers.get("link")).get("next")
+        return body, following, str(response.request.url)
+
+    def _get_list(self, url: str, params: Any = None) -> tuple[list[Mapping[str, Any]], Any]:
+        """One page of deliveries, checked item by item, and its response."""
         self._authorize()
         body, response = self.client.get_json(url, params=params, permission=self.permission)
         request_url = str(response.request.url)
@@ -159,7 +166,7 @@ class GitHubConnector:
                 raise MalformedResponseError(
                     f"source '{self.source}': {redact_url(request_url)} item {i} has no guid or id"
                 )
-        return body, parse_link_header(response.headers.get("link")).get("next"), request_url
+        return body, response
 
     def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
         position = {} if options.full else dict(cursor or {})
@@ -256,6 +263,22 @@ class GitHubConnector:
         request = record.payload.get("request")
         return dict(request.get("payload") or {}) if isinstance(request, Mapping) else {}
 
+    def check_access(self) -> Access:
+        body, response = self._get_list(self.path, {"per_page": 1})
+        detail = "lists the hook's deliveries" + ("" if body else " (none within retention)")
+        # classic tokens say their scopes; fine-grained tokens and App JWTs do not
+        scopes = response.headers.get("x-oauth-scopes")
+        more = sorted({s.strip() for s in (scopes or "").split(",") if s.strip()} - HOOK_SCOPES)
+        if not more:
+            return Access(detail)
+        return Access(
+            detail,
+            (
+                f"the token also has the scopes {', '.join(more)}; reconciliation needs only "
+                "admin:repo_hook (admin:org_hook for an organization's hook)",
+            ),
+        )
+
     def redeliver(self, event_id: str) -> None:
         attempt = self._attempt_id(event_id)
         self._authorize()
@@ -265,6 +288,11 @@ class GitHubConnector:
             permission=self.permission,
             expected=(200, 201, 202),
         )
+
+
+# A classic token's scopes that read and redeliver a hook's deliveries (GitHub's OAuth scopes: the
+# repo_hook ones cover public and private repositories' hooks)
+HOOK_SCOPES = frozenset({"admin:repo_hook", "write:repo_hook", "read:repo_hook", "admin:org_hook"})
 
 
 def deliveries_path(repository: str | None, organization: str | None, hook_id: int | None) -> str:

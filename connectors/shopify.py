@@ -70,7 +70,7 @@ class ShopifyConnector(ShopifyBase):
         resources: tuple[str, ...] = ("orders",),
         page_size: int = PAGE_SIZE,
     ) -> None:
-        super().__init__(source, client)
+        super().__init__(source, client, resources)
         self.api_version = api_version
         self.resources = resources
         self.page_size = min(max(page_size, 1), 250)

@@ -184,7 +184,7 @@ class ShopifyGraphQLConnector(ShopifyBase):
                 f"source '{source}': resources {unsupported} are read through Shopify's REST API "
                 'only; set api = "rest" or list only "orders"'
             )
-        super().__init__(source, client)
+        super().__init__(source, client, resources)
         self.endpoint = f"/admin/api/{api_version}/graphql.json"
         self.page_size = min(max(page_size, 1), PAGE_SIZE)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import Field
 
-from connectors.base import Capabilities, Cursor, Gap, Listing, Page, Record, ScanOptions
+from connectors.base import Access, Capabilities, Cursor, Gap, Listing, Page, Record, ScanOptions
 from connectors.budget import BudgetSettings
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
@@ -108,12 +108,14 @@ class StripeConnector:
         event_types: tuple[str, ...] = (),
         account: str | None = None,
         page_size: int = PAGE_SIZE,
+        secret_key: bool = False,
     ) -> None:
         self.source = source
         self.client = client
         self.event_types = event_types
         self.listing = Listing(event_types, account)
         self.page_size = min(max(page_size, 1), 100)
+        self.secret_key = secret_key  # a full-access sk_ key rather than a restricted rk_ one
 
     @property
     def retention(self) -> timedelta:
@@ -354,6 +356,25 @@ class StripeConnector:
         require(body, "id", source=self.source, url=str(response.request.url))
         return dict(body)
 
+    def check_access(self) -> Access:
+        data, _has_more, _url = self._fetch(self._params_with_limit(1))
+        if data:
+            mode = "live" if data[0].get("livemode") is True else "test"
+            detail = f"lists events ({mode} mode)"
+        else:
+            detail = "lists events (none in Stripe's 30 days)"
+        warnings: tuple[str, ...] = ()
+        if self.secret_key:  # Stripe says what a key may do only by its kind
+            warnings = (
+                "a secret key (sk_…) can read and change everything in the account; a restricted "
+                "key (rk_…) with 'Events: Read' and read access to the checked objects is all "
+                "reconciliation needs",
+            )
+        return Access(detail, warnings)
+
+    def _params_with_limit(self, limit: int) -> list[tuple[str, Any]]:
+        return [("limit", limit), *(p for p in self._params() if p[0] != "limit")]
+
     def redeliver(self, event_id: str) -> None:
         raise UnsupportedError(
             f"source '{self.source}': Stripe has no API to redeliver an event; use "
@@ -368,7 +389,8 @@ class StripeKeys(ProviderKeys):
 
 def _build(options: SourceOptions, client: ClientFactory) -> StripeConnector:
     keys = options.own(StripeKeys)
-    headers = {"Authorization": f"Bearer {options.require_api_key()}"}
+    api_key = options.require_api_key()
+    headers = {"Authorization": f"Bearer {api_key}"}
     if keys.account:  # a connected account: https://docs.stripe.com/connect/authentication
         headers["Stripe-Account"] = keys.account
     return StripeConnector(
@@ -377,6 +399,7 @@ def _build(options: SourceOptions, client: ClientFactory) -> StripeConnector:
         event_types=keys.event_types,
         account=keys.account,
         page_size=options.page_size or PAGE_SIZE,
+        secret_key=api_key.startswith("sk_"),
     )
 
 

@@ -8,7 +8,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from connectors.base import Capabilities, Connector, Cursor, Listing, Page, Record, ScanOptions
+from connectors.base import (
+    Access,
+    Capabilities,
+    Connector,
+    Cursor,
+    Listing,
+    Page,
+    Record,
+    ScanOptions,
+)
 from connectors.errors import NotFoundError, UnavailableError
 
 
@@ -66,6 +75,9 @@ class MemoryConnector:
 
     def request_rate(self) -> float | None:
         return None
+
+    def check_access(self) -> Access:
+        return Access(f"{len(self.records)} records in memory")
 
     def close(self) -> None:
         return None

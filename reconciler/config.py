@@ -60,6 +60,9 @@ class ReceiverSettings(_Table):
     # Rejections for source names that are not configured, stored per client address and minute
     # (the rest are only counted): strangers cannot grow the deliveries table without bound.
     unknown_source_log_per_minute: int = Field(default=10, ge=0, le=100_000)
+    # where providers reach the receiver (behind a proxy, say): `hookledger doctor` checks that its
+    # /healthz answers there
+    public_url: str | None = Field(default=None, pattern=r"^https?://[^\s?#]+$")
 
 
 class WorkerSettings(_Table):

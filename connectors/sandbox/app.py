@@ -137,6 +137,9 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi):
                     self.github_redeliver,
                     methods=["POST"],
                 ),
+                Route(
+                    "/admin/oauth/access_scopes.json", self.shopify_access_scopes, methods=["GET"]
+                ),
                 Route("/admin/api/{version}/orders.json", self.shopify_list, methods=["GET"]),
                 Route("/admin/api/{version}/orders/{id}.json", self.shopify_order, methods=["GET"]),
                 Route("/admin/api/{version}/graphql.json", self.shopify_graphql, methods=["POST"]),

@@ -24,6 +24,10 @@ class Keys:
     shopify: str = "shpat_sandbox"
     github_app_id: int | None = None
     github_app_public_key: str | None = None  # PEM; JWTs are verified with it when set
+    # what the keys may do, as each provider tells it: a classic GitHub token's X-OAuth-Scopes,
+    # the Shopify token's access scopes (GET /admin/oauth/access_scopes.json)
+    github_scopes: str = "admin:repo_hook"
+    shopify_scopes: tuple[str, ...] = ("read_orders",)
 
 
 @dataclass

@@ -83,6 +83,8 @@ class GitHubApi(SandboxState):
             "x-ratelimit-reset": str(int(time.time()) + 3600),
             "x-ratelimit-resource": "core",
         }
+        if not request.url.path.startswith("/app/"):  # a classic token says its scopes, a JWT not
+            headers["x-oauth-scopes"] = self.keys.github_scopes
         if len(items) > per_page:
             nxt = request.url.replace_query_params(
                 per_page=per_page, cursor=b64({"below": page[-1].id})

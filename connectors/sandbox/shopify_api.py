@@ -69,6 +69,11 @@ class ShopifyApi(SandboxState):
         body = json.dumps({"orders": page})  # ids stay exact integers (> 2**53)
         return Response(body, media_type="application/json", headers=headers)
 
+    async def shopify_access_scopes(self, request: Request) -> Response:
+        if (denied := self._shopify_auth(request)) or (denied := await self._fault(request)):
+            return denied
+        return JSONResponse({"access_scopes": [{"handle": h} for h in self.keys.shopify_scopes]})
+
     async def shopify_order(self, request: Request) -> Response:
         if (denied := self._shopify_auth(request)) or (denied := await self._fault(request)):
             return denied

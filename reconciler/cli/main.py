@@ -15,7 +15,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler import __version__
 from reconciler.audit import default_actor
-from reconciler.cli import dashboard_cmd, drill_cmd, event_cmds, outbox_cmds, reconcile_cmds
+from reconciler.cli import (
+    dashboard_cmd,
+    doctor_cmd,
+    drill_cmd,
+    event_cmds,
+    outbox_cmds,
+    reconcile_cmds,
+)
 from reconciler.cli.common import Command, check_port, check_sources, load, run_loops, summarise
 from reconciler.config import DEFAULT_CONFIG_PATH
 from reconciler.errors import ConfigError, HookledgerError
@@ -148,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard_cmd.register(sub, parent)
     drill_cmd.register(sub, parent)
     outbox_cmds.register(sub, parent)
+    doctor_cmd.register(sub, parent)
 
     return parser
 
@@ -319,6 +327,13 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
     args = parser.parse_args(argv)
     args.owns_process = owns_process
     loaded = None
+    if args.command == "doctor":  # a configuration that does not load is one of its verdicts
+        configure_logging("WARNING")  # (its retries' lines would only repeat its verdicts)
+        try:
+            doctor: int = args.func(args)
+        except KeyboardInterrupt:
+            return 130
+        return doctor
     try:
         loaded = load(args)
         configure_logging(loaded.settings.logging.level)

@@ -10,7 +10,7 @@ to the migrations directory's head; Alembic itself is imported where it runs mig
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, inspect, text
 
@@ -54,9 +54,19 @@ def head_revision() -> str:
 
 def migrations_head() -> str | None:
     """The head revision as the migrations directory has it (Alembic reads every script)."""
+    head: str | None = _scripts().get_current_head()
+    return head
+
+
+def known_revisions() -> list[str]:
+    """Every revision this package ships, oldest first (Alembic reads every script)."""
+    return [script.revision for script in reversed(list(_scripts().walk_revisions()))]
+
+
+def _scripts() -> Any:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    return ScriptDirectory.from_config(cfg).get_current_head()
+    return ScriptDirectory.from_config(cfg)

@@ -13,8 +13,11 @@ from reconciler.storage.migrate import upgrade
 
 
 @contextmanager
-def scratch_postgres_schema(base_url: str, prefix: str = "hl_test") -> Iterator[str]:
-    """A private, migrated schema on ``base_url``; yields a URL whose search_path points at it.
+def scratch_postgres_schema(
+    base_url: str, prefix: str = "hl_test", revision: str | None = "head"
+) -> Iterator[str]:
+    """A private schema on ``base_url``, migrated to ``revision`` (None: left empty); yields a URL
+    whose search_path points at it.
 
     The schema is dropped afterwards, so runs never touch each other's (or anyone's) tables.
     """
@@ -24,11 +27,12 @@ def scratch_postgres_schema(base_url: str, prefix: str = "hl_test") -> Iterator[
         with admin.begin() as conn:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
         url = f"{base_url}{'&' if '?' in base_url else '?'}options=-csearch_path%3D{schema}"
-        engine = make_engine(url)
-        try:
-            upgrade(engine)
-        finally:
-            engine.dispose()
+        if revision is not None:
+            engine = make_engine(url)
+            try:
+                upgrade(engine, revision)
+            finally:
+                engine.dispose()
         yield url
     finally:
         with admin.begin() as conn:
