@@ -5,15 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.states import OUTBOX_UNSENT
-from reconciler.storage.models import INBOX_EVENTS, EventStatus, OutboxStatus
+from reconciler.storage.models import INBOX_EVENTS, RECON_RUNS, EventStatus, OutboxStatus, RunStatus
 from reconciler.storage.queries import (
     failures_by_class,
     open_discrepancies,
@@ -57,9 +58,107 @@ def oldest_unprocessed(engine: Engine) -> list[tuple[str, int, datetime | None]]
     return out
 
 
-class InboxCollector(Collector):
-    def __init__(self, engine: Engine) -> None:
+def last_runs(engine: Engine) -> dict[str, dict[str, Any]]:
+    """Per source: when its newest successful run finished, how long its newest finished run took
+    and whether it failed, and how many discrepancies the newest successful run found first."""
+    r = RECON_RUNS
+    finished = (RunStatus.SUCCEEDED, RunStatus.FAILED)
+    newest = (
+        select(r.c.source, func.max(r.c.started_at).label("started_at"))
+        .where(r.c.status.in_(finished))
+        .group_by(r.c.source)
+    ).subquery()
+    succeeded = (
+        select(r.c.source, func.max(r.c.started_at).label("started_at"))
+        .where(r.c.status == RunStatus.SUCCEEDED)
+        .group_by(r.c.source)
+    ).subquery()
+    out: dict[str, dict[str, Any]] = {}
+    with engine.connect() as conn:
+        for source, status, started, ended in conn.execute(
+            select(r.c.source, r.c.status, r.c.started_at, r.c.finished_at).join(
+                newest, (r.c.source == newest.c.source) & (r.c.started_at == newest.c.started_at)
+            )
+        ):
+            duration = (_aware(ended) - _aware(started)).total_seconds() if ended else 0.0
+            out.setdefault(str(source), {}).update(
+                duration=duration, failed=str(status) == RunStatus.FAILED.value
+            )
+        for source, ended, detail in conn.execute(
+            select(r.c.source, r.c.finished_at, r.c.detail).join(
+                succeeded,
+                (r.c.source == succeeded.c.source) & (r.c.started_at == succeeded.c.started_at),
+            )
+        ):
+            new = (detail or {}).get("new")
+            out.setdefault(str(source), {}).update(
+                success=_aware(ended).timestamp() if ended else None,
+                new=int(new) if isinstance(new, int) else 0,
+            )
+    return out
+
+
+def _aware(value: datetime | str) -> datetime:
+    if isinstance(value, str):  # MAX() and joins on SQLite can lose the column type
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+class ReconcileCollector(Collector):
+    """Each source's reconciliation history at scrape time (sources never reconciled report 0)."""
+
+    def __init__(self, engine: Engine, sources: Sequence[str] = ()) -> None:
         self._engine = engine
+        self._sources = tuple(sources)
+
+    @staticmethod
+    def _families() -> tuple[GaugeMetricFamily, ...]:
+        return (
+            GaugeMetricFamily(
+                "hookledger_reconciliation_last_success_timestamp_seconds",
+                "When the source's newest successful reconciliation finished (0: never)",
+                labels=["source"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_reconciliation_last_duration_seconds",
+                "How long the source's newest finished reconciliation took",
+                labels=["source"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_reconciliation_last_failed",
+                "1 if the source's newest finished reconciliation failed",
+                labels=["source"],
+            ),
+            GaugeMetricFamily(
+                "hookledger_reconciliation_last_new_discrepancies",
+                "Discrepancies the source's newest successful reconciliation found first",
+                labels=["source"],
+            ),
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        yield from self._families()
+
+    def collect(self) -> Iterator[Metric]:
+        success, duration, failed, new = self._families()
+        try:
+            runs = last_runs(self._engine)
+        except SQLAlchemyError as exc:
+            log.warning("metrics: reconciliation query failed: %s", exc.__class__.__name__)
+            return  # hookledger_database_up says why
+        for source in sorted(set(self._sources) | set(runs)):
+            run = runs.get(source, {})
+            success.add_metric([source], run.get("success") or 0.0)
+            duration.add_metric([source], run.get("duration", 0.0))
+            failed.add_metric([source], 1.0 if run.get("failed") else 0.0)
+            new.add_metric([source], run.get("new", 0))
+        yield from (success, duration, failed, new)
+
+
+class InboxCollector(Collector):
+    def __init__(self, engine: Engine, sources: Sequence[str] = ()) -> None:
+        self._engine = engine
+        self._sources = tuple(sources)  # configured: their queue gauges report 0, never vanish
 
     @staticmethod
     def _families() -> tuple[GaugeMetricFamily, ...]:
@@ -123,9 +222,15 @@ class InboxCollector(Collector):
         up.add_metric([], 1)
         for source, status, count in by_status:
             events.add_metric([source, status], count)
-        for source, count, first in oldest:
+        queued = {source: (count, first) for source, count, first in oldest}
+        for source in sorted(set(self._sources) | set(queued)):
+            count, first = queued.get(source, (0, None))
             pending.add_metric([source], count)
             age.add_metric([source], (now - first).total_seconds() if first else 0.0)
+        present = {(source, status) for source, status, _ in by_status}
+        for source in self._sources:  # "no dead events" is a 0, not an absent series
+            if (source, EventStatus.DEAD.value) not in present:
+                events.add_metric([source, EventStatus.DEAD.value], 0)
         for source, kinds in open_by_kind.items():
             for kind, count in kinds.items():
                 discrepancies.add_metric([source, kind], count)
@@ -194,12 +299,30 @@ class OutboxCollector(Collector):
 
 
 class ReceiverMetrics:
-    def __init__(self, engine: Engine, targets: Sequence[str] = ()) -> None:
+    def __init__(
+        self, engine: Engine, targets: Sequence[str] = (), sources: Sequence[str] = ()
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        # the process's CPU, memory, open files and start time (process_*), as the default
+        # registry would have them
+        ProcessCollector(registry=self.registry)
+        self.ack_seconds = Histogram(
+            "hookledger_ack_seconds",
+            "Time from a delivery's arrival to its acknowledgement (stored and committed), by source",
+            ["source"],
+            registry=self.registry,
+        )
         self.deliveries = Counter(
             "hookledger_deliveries",
             "Webhook deliveries received, by source and outcome",
             ["source", "outcome"],
+            registry=self.registry,
+        )
+        self.rejected = Counter(
+            "hookledger_rejected_deliveries",
+            "Deliveries refused, by source and HTTP status (401: the signature did not verify, as "
+            "after a secret was rotated on one side only)",
+            ["source", "status"],
             registry=self.registry,
         )
         self.unlogged = Counter(
@@ -208,5 +331,6 @@ class ReceiverMetrics:
             "table (over [receiver] unknown_source_log_per_minute for their client address)",
             registry=self.registry,
         )
-        self.registry.register(InboxCollector(engine))
+        self.registry.register(InboxCollector(engine, sources))
         self.registry.register(OutboxCollector(engine, targets))
+        self.registry.register(ReconcileCollector(engine, sources))

@@ -88,7 +88,11 @@ def create_app(
     committer = GroupCommitter(
         engine, writers=settings.receiver.writers, max_batch=settings.receiver.batch_max_size
     )
-    metrics = ReceiverMetrics(engine, [t.name for t in settings.outbox.targets])
+    metrics = ReceiverMetrics(
+        engine,
+        [t.name for t in settings.outbox.targets],
+        [s.name for s in settings.sources if s.enabled],
+    )
     unknown_limiter = PerClientLimiter(settings.receiver.unknown_source_log_per_minute)
 
     async def _read_body(request: Request) -> bytes:
@@ -117,10 +121,12 @@ def create_app(
         # Only configured names become label values: strangers cannot grow the metrics.
         label = record.source if known else UNKNOWN_SOURCE_LABEL
         metrics.deliveries.labels(label, DeliveryOutcome.REJECTED.value).inc()
+        metrics.rejected.labels(label, str(record.status_code)).inc()
         return JSONResponse(_reject_body(record.reason), status_code=record.status_code)
 
     async def receive(request: Request) -> Response:
         name: str = request.path_params["source"]
+        arrived = time.perf_counter()
         received_at = utcnow()
         remote = request.client.host if request.client else None
         verifier = verifiers.get(name)
@@ -165,6 +171,7 @@ def create_app(
             log.exception("storing a delivery failed", extra=_fields(item))
             return JSONResponse(_reject_body("storage unavailable", "error"), status_code=503)
         metrics.deliveries.labels(name, outcome.value).inc()
+        metrics.ack_seconds.labels(name).observe(time.perf_counter() - arrived)
         if outcome is DeliveryOutcome.CONFLICT:
             log.warning("a redelivery with other content: kept, not applied", extra=_fields(item))
         else:

@@ -47,6 +47,13 @@ def start(
 def finish(conn: Connection, summary: RunSummary, owner: str, now: datetime) -> None:
     """The run's outcome and what is open after it; the lease given back."""
     d = DISCREPANCIES
+    # first found by this run (the alert "reconciliation found new discrepancies" reads it): every
+    # such row was last seen by it too, which the last_run_id index finds
+    new = conn.execute(
+        select(func.count()).where(
+            d.c.last_run_id == summary.run_id, d.c.first_run_id == summary.run_id
+        )
+    ).scalar_one()
     summary.open_after = {
         str(kind): int(n)
         for kind, n in conn.execute(
@@ -70,6 +77,7 @@ def finish(conn: Connection, summary: RunSummary, owner: str, now: datetime) -> 
                 "owner": owner,
                 "pages": summary.pages,
                 "resolved": summary.resolved,
+                "new": int(new),
                 "gaps": summary.gaps,
                 "detection_delay_median_seconds": summary.detection_delay_median_seconds,
                 "detection_delay_max_seconds": summary.detection_delay_max_seconds,

@@ -276,6 +276,16 @@ def test_healthz_and_metrics(receiver: str, engine: Engine) -> None:
     assert 'hookledger_open_discrepancies{kind="diverged",source="stripe"} 1.0' in text
     assert 'kind="unapplied"' not in text  # resolved
     assert 'hookledger_oldest_unprocessed_age_seconds{source="github"}' in text
+    # what the alert rules need: the 401 counted by status, the ack latency of what was stored,
+    # the process's own metrics, and configured sources' gauges at 0 rather than absent
+    assert 'hookledger_rejected_deliveries_total{source="github",status="401"} 1.0' in text
+    assert 'hookledger_ack_seconds_count{source="github"} 2.0' in text
+    assert "process_resident_memory_bytes " in text
+    assert 'hookledger_unprocessed_events{source="shopify"} 0.0' in text
+    assert 'hookledger_oldest_unprocessed_age_seconds{source="svix"} 0.0' in text
+    assert 'hookledger_events{source="svix",status="dead"} 0.0' in text
+    assert 'hookledger_reconciliation_last_success_timestamp_seconds{source="svix"} 0.0' in text
+    assert 'hookledger_reconciliation_last_new_discrepancies{source="github"} 0.0' in text
 
 
 def test_storage_failure_is_not_acknowledged(tmp_path: Path, serve: Any) -> None:

@@ -590,3 +590,27 @@ def test_a_running_run_renews_its_lease(engine: Engine) -> None:
     time.sleep(1.6)  # no more renewals: free again
     with engine.begin() as conn:
         assert acquire(conn, "s", "other", datetime.now(UTC), ttl)
+
+
+def test_the_metrics_say_when_reconciliation_last_succeeded_and_what_it_found_first(
+    scenario: Scenario, serve: Any
+) -> None:
+    url = serve(create_app(scenario.settings, scenario.engine)).url
+
+    def gauge(name: str) -> float:
+        text = httpx.get(f"{url}/metrics").text
+        [line] = [x for x in text.splitlines() if x.startswith(f'{name}{{source="stripe"}} ')]
+        return float(line.split()[-1])
+
+    assert gauge("hookledger_reconciliation_last_success_timestamp_seconds") == 0.0  # never
+    before = datetime.now(UTC).timestamp()
+    scenario.reconciler().run("stripe")
+    assert before <= gauge("hookledger_reconciliation_last_success_timestamp_seconds")
+    assert gauge("hookledger_reconciliation_last_success_timestamp_seconds") <= (
+        datetime.now(UTC).timestamp()
+    )
+    assert gauge("hookledger_reconciliation_last_new_discrepancies") == len(scenario.expected)
+    assert gauge("hookledger_reconciliation_last_failed") == 0.0
+    assert gauge("hookledger_reconciliation_last_duration_seconds") > 0.0
+    scenario.reconciler().run("stripe")  # the same problems again: none of them new
+    assert gauge("hookledger_reconciliation_last_new_discrepancies") == 0.0
