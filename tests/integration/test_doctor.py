@@ -47,7 +47,22 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
+_CREATED: list[str] = []  # databases given a doc_invoices table, dropped after each test
+
+
+@pytest.fixture(autouse=True)
+def _drop_business_tables() -> Iterator[None]:
+    yield
+    while (
+        _CREATED
+    ):  # (the PostgreSQL schema is shared: test_migrations compares it with the models)
+        engine = create_engine(_CREATED.pop())
+        Table("doc_invoices", MetaData()).drop(engine, checkfirst=True)
+        engine.dispose()
+
+
 def invoices(url: str, *, columns: tuple[str, ...] = ("status", "amount_paid")) -> None:
+    _CREATED.append(url)
     engine = create_engine(url)
     table = Table(
         "doc_invoices",

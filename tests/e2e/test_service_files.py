@@ -1,0 +1,137 @@
+"""deploy/systemd: each unit passes ``systemd-analyze verify``, says what every unit must (secrets
+from an EnvironmentFile, restart on failure, the stop signal and its time), runs a command line
+hookledger accepts, and that command stops cleanly on the unit's stop signal within its time."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reconciler.cli.main import build_parser
+
+ROOT = Path(__file__).resolve().parents[2]
+UNITS = sorted((ROOT / "deploy" / "systemd").glob("*.service"))
+HOOKLEDGER = Path(sys.executable).with_name("hookledger")
+INSTALLED = "/opt/hookledger/.venv/bin/hookledger"
+
+
+def directives(unit: Path) -> dict[str, list[str]]:
+    """The unit's ``Key=value`` lines (systemd allows a key more than once)."""
+    out: dict[str, list[str]] = {}
+    for line in unit.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith(("#", ";", "[")) and "=" in line:
+            key, _, value = line.partition("=")
+            out.setdefault(key.strip(), []).append(value.strip())
+    return out
+
+
+def instance(unit: Path) -> str:
+    """A template's instance name (``hookledger-receiver@.service`` → ``…@8000.service``)."""
+    return unit.name.replace("@.", "@8000.") if "@." in unit.name else unit.name
+
+
+def test_there_is_a_unit_for_each_long_running_command() -> None:
+    commands = {shlex.split(directives(u)["ExecStart"][0])[1] for u in UNITS}
+    assert commands == {"serve", "worker", "publish", "schedule", "dashboard"}
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
+def test_systemd_analyze_verify_accepts_the_unit(unit: Path, tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        if os.environ.get("HOOKLEDGER_E2E_REQUIRED"):
+            pytest.fail("systemd-analyze is not installed (apt-get install systemd)")
+        pytest.skip("systemd-analyze is not installed")
+    # verify checks that ExecStart's program exists: point it at this checkout's hookledger
+    copy = tmp_path / instance(unit)
+    copy.write_text(unit.read_text().replace(INSTALLED, str(HOOKLEDGER)))
+    result = subprocess.run(
+        [analyze, "verify", str(copy)], capture_output=True, text=True, timeout=60
+    )
+    # it exits 0 on a directive it cannot parse and only says so: any output is a finding
+    assert result.returncode == 0 and not result.stderr.strip() and not result.stdout.strip(), (
+        result.stdout + result.stderr
+    )
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda u: u.name)
+def test_each_unit_takes_secrets_from_a_file_restarts_on_failure_and_stops_on_sigterm(
+    unit: Path,
+) -> None:
+    d = directives(unit)
+    assert d["EnvironmentFile"] == ["/etc/hookledger/env"]
+    assert d["Restart"] == ["on-failure"]
+    assert d["KillSignal"] == ["SIGTERM"] and int(d["TimeoutStopSec"][0]) > 0
+    assert d["User"] == ["hookledger"] and d["NoNewPrivileges"] == ["yes"]
+    argv = shlex.split(d["ExecStart"][0].replace("%i", "8000"))
+    assert argv[0] == INSTALLED
+    build_parser().parse_args(argv[1:])  # a command line hookledger accepts (SystemExit if not)
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f"""
+[database]
+url = "sqlite:///{tmp_path / "hookledger.db"}"
+
+[worker]
+poll_interval_seconds = 0.2
+
+[outbox]
+poll_interval_seconds = 0.2
+
+[[outbox.targets]]
+name = "crm"
+url = "http://127.0.0.1:9/hooks"
+
+[[sources]]
+name = "stripe"
+kind = "stripe"
+signing_secret_env = "T_STRIPE_SECRET"
+"""
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "unit", [u for u in UNITS if "dashboard" not in u.name], ids=lambda u: u.name
+)
+def test_the_units_command_stops_cleanly_on_its_stop_signal(unit: Path, tmp_path: Path) -> None:
+    d = directives(unit)
+    cfg = _config(tmp_path)
+    argv = shlex.split(d["ExecStart"][0].replace("%i", "0"))  # (port 0: any free one)
+    argv = [str(HOOKLEDGER), *argv[1:]]
+    argv[argv.index("--config") + 1] = str(cfg)
+    if "--host" in argv:
+        argv[argv.index("--host") + 1] = "127.0.0.1"
+    assert (
+        subprocess.run([str(HOOKLEDGER), "init", "--config", str(cfg)], timeout=60).returncode == 0
+    )
+    process = subprocess.Popen(
+        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        time.sleep(3)  # started and settled in its loop
+        assert process.poll() is None, process.communicate()[0]
+        process.send_signal(getattr(signal, d["KillSignal"][0]))
+        out, _ = process.communicate(timeout=int(d["TimeoutStopSec"][0]))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # a clean stop: 0, or what the unit declares a success (uvicorn re-raises SIGTERM: 143)
+    allowed = {0}
+    for value in " ".join(d.get("SuccessExitStatus", [])).split():
+        allowed.add(-signal.Signals[value].value if value.startswith("SIG") else int(value))
+    assert process.returncode in allowed, out
+    assert "Traceback" not in out, out
