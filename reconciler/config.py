@@ -127,6 +127,8 @@ class BusinessSettings(_Table):
 
 class LoggingSettings(_Table):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # "json": one JSON object a line (level, logger, message, time and the structured fields)
+    format: Literal["text", "json"] = "text"
 
 
 DEFAULT_MASK_FIELDS = (

@@ -1,10 +1,17 @@
-"""Logging setup: one line per record, structured ``extra=`` fields appended as key=value."""
+"""Logging setup: one line per record, as text with the structured ``extra=`` fields appended as
+key=value, or as one JSON object (``[logging] format = "json"``); the same failure repeated is logged
+once, then with a count (:class:`RepeatFilter`)."""
 
 from __future__ import annotations
 
 import logging
 import re
 import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 FIELDS = (
     "source",
@@ -15,7 +22,9 @@ FIELDS = (
     "error_class",
     "reason",
     "status",
+    "repeated",
 )
+REPEAT_EVERY_SECONDS = 60.0  # a repeated failure is logged again, with its count, this often
 
 # C0/C1 controls, DEL and the Unicode line and paragraph separators: anything that could end a log
 # line or move the cursor, shown as an escape instead.
@@ -61,9 +70,68 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().emit(record)
 
 
-def configure_logging(level: str = "INFO") -> None:
+class RepeatFilter(logging.Filter):
+    """Lets a warning or error through once, then holds back the same one (same logger, message
+    template and exception type) for ``every`` seconds and counts it; the first after that goes out
+    with the count and without its traceback. A database outage then logs a few lines a minute,
+    not a traceback per request."""
+
+    def __init__(
+        self,
+        every: float = REPEAT_EVERY_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        keep: int = 1000,
+    ) -> None:
+        super().__init__()
+        self.every, self.clock, self.keep = every, clock, keep
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[tuple[Any, ...], list[float]] = OrderedDict()  # [last out, held]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        kind = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else None
+        key = (record.name, record.levelno, str(record.msg), kind)
+        now = self.clock()
+        with self._lock:
+            entry = self._seen.get(key)
+            if entry is None:
+                self._seen[key] = [now, 0]
+                while len(self._seen) > self.keep:  # the oldest forgotten: memory stays bounded
+                    self._seen.popitem(last=False)
+                return True
+            if now - entry[0] < self.every:
+                entry[1] += 1
+                return False
+            held = int(entry[1])
+            self._seen.move_to_end(key)
+            entry[0], entry[1] = now, 0
+        if held:
+            record.repeated = held
+            record.msg = f"{record.msg} (and {held} more like it in the last {self.every:g} s)"
+            record.exc_info, record.exc_text = None, None  # its traceback was logged the first time
+        return True
+
+
+def _json_formatter() -> logging.Formatter:
+    from pythonjsonlogger.json import JsonFormatter
+
+    # every attribute a record carries beyond the standard ones (the extra= fields) is a key
+    return JsonFormatter(
+        "%(levelname)s %(name)s %(message)s",
+        rename_fields={"levelname": "level", "name": "logger"},
+        timestamp="time",
+        json_ensure_ascii=False,
+    )
+
+
+def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     handler = _StderrHandler()
-    handler.setFormatter(_FieldsFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RepeatFilter())
+    if fmt == "json":
+        handler.setFormatter(_json_formatter())
+    else:
+        handler.setFormatter(_FieldsFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -103,7 +103,24 @@ def reconcile_all(
     not stop the others."""
     names = nightly_names(reconciler.engine, settings)
     outcomes = reconcile_sources(reconciler, names, trigger=trigger)
-    return [o.summary for o in outcomes if o.summary is not None]
+    summaries = [o.summary for o in outcomes if o.summary is not None]
+    for summary in summaries:  # (a failure was logged where it happened)
+        log.info(
+            "reconciliation of %s %s: %d records, found %s, resolved %d, open %s",
+            summary.source,
+            summary.status,
+            summary.records_scanned,
+            _counts(summary.found),
+            summary.resolved,
+            _counts(summary.open_after),
+            extra={"source": summary.source, "run_id": summary.run_id, "status": summary.status},
+        )
+    return summaries
+
+
+def _counts(by_kind: dict[str, int]) -> str:
+    """``missing 3, diverged 1`` (``none``)."""
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(by_kind.items()) if n) or "none"
 
 
 def build_scheduler(

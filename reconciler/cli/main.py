@@ -336,7 +336,7 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
         return doctor
     try:
         loaded = load(args)
-        configure_logging(loaded.settings.logging.level)
+        configure_logging(loaded.settings.logging.level, loaded.settings.logging.format)
         if loaded.path is None and args.command not in ("demo", "sandbox"):
             print(
                 f"hookledger: no configuration file at {DEFAULT_CONFIG_PATH.resolve()} (nor "

@@ -293,7 +293,10 @@ def test_cli_backfill(
     assert main(["backfill", "evt_nope", "--source", "stripe", "--config", cfg]) == 2
 
 
-def test_scheduler_runs_now_and_snapshots(scenario: Scenario) -> None:
+def test_scheduler_runs_now_and_snapshots(
+    scenario: Scenario, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
     import time
 
     from apscheduler.schedulers.background import BackgroundScheduler
@@ -322,9 +325,13 @@ def test_scheduler_runs_now_and_snapshots(scenario: Scenario) -> None:
         and reconcile_job.max_instances == 1
     )
     assert str(reconcile_job.trigger) == str(trigger_for(settings))
+    caplog.set_level(logging.INFO, logger="reconciler.schedule")
     sched.start()
     try:
         deadline = time.monotonic() + 60
+        while not [r for r in caplog.records if r.name == "reconciler.schedule"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
         while True:
             with scenario.engine.connect() as conn:
                 runs = conn.execute(select(RECON_RUNS.c.trigger, RECON_RUNS.c.status)).all()
@@ -339,6 +346,13 @@ def test_scheduler_runs_now_and_snapshots(scenario: Scenario) -> None:
         sched.shutdown(wait=True)
     assert [(t, str(s)) for t, s in runs] == [("schedule", "succeeded")]
     assert ("stripe", 2) in [(s, n) for s, n in snaps]  # the two stuck events
+    # the run's summary in the scheduler's own log, with its run id as a field
+    [line] = [r for r in caplog.records if r.name == "reconciler.schedule"]
+    found = {k for k, _, _ in scenario.expected}
+    assert line.getMessage().startswith("reconciliation of stripe succeeded: 150 records, found ")
+    assert all(f"{kind} " in line.getMessage() for kind in found)
+    assert ", resolved 0, open " in line.getMessage()
+    assert line.__dict__["run_id"] and line.__dict__["source"] == "stripe"
     bad = settings.model_copy(
         update={"reconcile": settings.reconcile.model_copy(update={"schedule": "61 * * * *"})}
     )

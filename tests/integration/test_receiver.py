@@ -330,3 +330,33 @@ def test_the_correlation_id_comes_from_the_request_and_reaches_the_handler(
     Worker(engine, make_settings(db_url), registry).drain()
     assert seen["evt_corr"] == "order-77"
     assert len(seen["evt_bad"]) == 32 and seen["evt_bad"] != "a b\tc"  # minted instead
+
+
+def test_an_outage_logs_its_failure_once_not_a_traceback_a_request(
+    tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    from reconciler.logs import configure_logging
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    configure_logging("INFO", "json")
+    unmigrated = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")  # every store fails alike
+    try:
+        url = serve(create_app(make_settings(), unmigrated)).url
+        with httpx.Client(base_url=url) as client:
+            for i in range(30):
+                headers, body = stripe_delivery(f"evt_{i}")
+                assert (
+                    client.post("/webhooks/stripe", content=body, headers=headers).status_code
+                    == 503
+                )
+    finally:
+        configure_logging("INFO")
+        unmigrated.dispose()
+    failures = [line for line in err.getvalue().splitlines() if "storing a delivery failed" in line]
+    assert len(failures) == 1, failures  # the rest held back and counted, logged a minute later
+    record = json.loads(failures[0])
+    assert record["source"] == "stripe" and "Traceback" in record["exc_info"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -162,3 +163,36 @@ def test_shopify_reads_through_graphql_unless_told_rest() -> None:
     assert options_of(plain, secrets=False).own(ShopifyKeys).api == "graphql"
     with pytest.raises(ConfigError, match="key 'api'"):
         parse_settings({"sources": [{"name": "s", "kind": "stripe", "api": "rest"}]}, "<t>")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    fmt=st.one_of(st.sampled_from(["text", "json"]), st.text(max_size=8), st.integers()),
+    public_url=st.one_of(
+        st.none(),
+        st.sampled_from(["https://hooks.example.com", "http://10.0.0.5:8000/"]),
+        st.text(max_size=20),
+    ),
+)
+def test_the_log_format_and_the_receivers_public_url_load_or_name_the_key(
+    fmt: object, public_url: object
+) -> None:
+    from reconciler.config import parse_settings
+
+    data: dict[str, Any] = {"logging": {"format": fmt}}
+    if public_url is not None:
+        data["receiver"] = {"public_url": public_url}
+    try:
+        loaded = parse_settings(data, "<fuzz>")
+    except ConfigError as exc:
+        for line in str(exc).splitlines():  # one line a problem, each naming its key
+            assert line.startswith(
+                (
+                    "<fuzz>: table [logging], key 'format'",
+                    "<fuzz>: table [receiver], key 'public_url'",
+                )
+            ), line
+        return
+    assert loaded.logging.format in ("text", "json") and loaded.logging.format == fmt
+    url = loaded.receiver.public_url
+    assert url is None or url.startswith(("http://", "https://"))
