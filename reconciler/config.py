@@ -76,6 +76,9 @@ class WorkerSettings(_Table):
     batch_size: int = Field(default=100, ge=1, le=10_000)
     poll_interval_seconds: float = Field(default=1.0, gt=0)
     concurrency: int = Field(default=1, ge=1, le=64)
+    # GET /metrics of the worker process (handler durations, outcomes): off unless a port is set
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_host: str = "127.0.0.1"
 
     @field_validator("handlers", mode="before")
     @classmethod

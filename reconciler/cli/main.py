@@ -211,7 +211,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
         concurrency = settings.worker.concurrency if args.concurrency is None else args.concurrency
         if concurrency < 1:
             raise HookledgerError("--concurrency must be at least 1")
-        workers = [Worker(cmd.engine, settings) for _ in range(concurrency)]
+        metrics = None
+        if settings.worker.metrics_port is not None:
+            from reconciler.inbox.worker_metrics import WorkerMetrics
+
+            check_port(
+                settings.worker.metrics_host, settings.worker.metrics_port, "[worker] metrics_port"
+            )
+            metrics = WorkerMetrics()
+            metrics.serve(settings.worker.metrics_host, settings.worker.metrics_port)
+        workers = [Worker(cmd.engine, settings, metrics=metrics) for _ in range(concurrency)]
         phases: list[list[Any]] = [workers]
         if args.publish:
             from reconciler.cli.outbox_cmds import publishers_for

@@ -23,6 +23,7 @@ import os
 import random
 import socket
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
+from typing import TYPE_CHECKING
 
 import httpx
 from sqlalchemy import Connection, Engine, bindparam, insert, update
@@ -59,6 +61,9 @@ from reconciler.storage.models import (
     EventStatus,
 )
 from reconciler.storage.types import utcnow
+
+if TYPE_CHECKING:
+    from reconciler.inbox.worker_metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +118,10 @@ class Worker:
         client: httpx.Client | None = None,
         clock: Callable[[], datetime] = utcnow,
         rng: random.Random | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.engine = engine
+        self.metrics = metrics  # shared by the workers of a process
         # SQLite: the handler's transaction takes the write lock at its first write (module doc).
         self._handler_engine = engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
         self._expired: set[int] = set()  # claimed after their lease ran out
@@ -173,6 +180,14 @@ class Worker:
 
         ``then``: the event to be processed next, whose attempt starts with this one's outcome.
         """
+        if self.metrics is None:
+            return self._process(event, then)
+        began = time.perf_counter()
+        status = self._process(event, then)
+        self.metrics.observe(event.source, status, time.perf_counter() - began)
+        return status
+
+    def _process(self, event: Event, then: Event | None) -> EventStatus | None:
         self._then = then
         started = self._clock()
         extra = {

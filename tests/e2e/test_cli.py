@@ -23,6 +23,12 @@ from tests.integration.test_worker import put
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def write_config(tmp_path: Path, db_url: str, port: int = 8000) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
@@ -182,7 +188,15 @@ def test_long_running_worker_processes_then_stops_on_sigterm(
 ) -> None:
     import signal
 
-    cfg = str(write_config(tmp_path, db_url))
+    path = write_config(tmp_path, db_url)
+    port = free_port()  # the worker's own /metrics
+    path.write_text(
+        path.read_text().replace(
+            'handlers = ["tests.handlers_for_cli"]',
+            f'handlers = ["tests.handlers_for_cli"]\nmetrics_port = {port}',
+        )
+    )
+    cfg = str(path)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     worker = subprocess.Popen(
         [
@@ -210,6 +224,7 @@ def test_long_running_worker_processes_then_stops_on_sigterm(
                 break
             assert worker.poll() is None and time.monotonic() < deadline, status
             time.sleep(0.1)
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics").text
         worker.send_signal(signal.SIGTERM)
         out, _ = worker.communicate(timeout=20)
     finally:
@@ -217,6 +232,9 @@ def test_long_running_worker_processes_then_stops_on_sigterm(
             worker.kill()
     assert worker.returncode == 0
     assert "processed 1" in out
+    assert 'hookledger_worker_events_total{outcome="processed",source="stripe"} 1.0' in metrics
+    assert 'hookledger_handler_seconds_count{source="stripe"} 1.0' in metrics
+    assert "process_cpu_seconds_total" in metrics
 
 
 @pytest.mark.slow
