@@ -14,13 +14,6 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         parents=[parent],
         help="check the configuration, its environment variables, the database, each source's "
         "API key, the business tables, the schedule and the dashboard's sign-in",
-        description="Check that this installation can run: one line per check (PASS, WARN, FAIL,\n"
-        "SKIP), nothing written anywhere; secrets are reported set or not, never shown.\n\n"
-        "exit status: 0 when no check failed (warnings allowed), 2 otherwise",
-        epilog="examples:\n  hookledger doctor\n  hookledger doctor --config /etc/hookledger/"
-        "config.toml --json | jq '.checks[] | select(.status == \"fail\")'\n"
-        "  hookledger doctor --offline   # no provider, identity provider or public URL asked",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print the checks as one JSON document")
     p.add_argument(

@@ -24,6 +24,7 @@ from reconciler.cli import (
     reconcile_cmds,
 )
 from reconciler.cli.common import Command, check_port, check_sources, load, run_loops, summarise
+from reconciler.cli.help import document
 from reconciler.config import DEFAULT_CONFIG_PATH
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.logs import configure_logging
@@ -156,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     drill_cmd.register(sub, parent)
     outbox_cmds.register(sub, parent)
     doctor_cmd.register(sub, parent)
-
+    document(parser)  # each command's description, examples and exit statuses (cli/help.py)
     return parser
 
 
@@ -333,6 +334,10 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
     executable), so it may set process-wide state such as the garbage collector's
     (``reconciler/process.py``); callers that embed the CLI, tests among them, leave it off."""
     parser = build_parser()
+    if argv is None and "_ARGCOMPLETE" in os.environ:  # the shell asks for completions
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # (prints them and exits)
     args = parser.parse_args(argv)
     args.owns_process = owns_process
     loaded = None

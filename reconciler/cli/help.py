@@ -1,0 +1,214 @@
+"""Every command's ``--help``: what it does, examples, and its exit statuses, kept in one table so
+that they read alike (``tests/e2e/test_cli_help.py`` holds each command to it and parses each
+example with the real parser)."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from dataclasses import dataclass
+
+ERROR = "2   error: bad configuration or option, database not initialised or unreachable (one line)"
+STOPPED = "0   stopped by SIGTERM or Ctrl-C after finishing what was in flight"
+
+
+@dataclass(frozen=True)
+class Help:
+    description: str
+    examples: tuple[str, ...]
+    exits: tuple[str, ...] = ("0   done", ERROR)
+
+
+COMMANDS: dict[str, Help] = {
+    "init": Help(
+        "Create the database schema, or upgrade it to this release's (Alembic migrations shipped "
+        "in the package). Safe to repeat; run it once per release before starting the services.",
+        ("hookledger init", "hookledger init --config /etc/hookledger/config.toml"),
+    ),
+    "doctor": Help(
+        "Check that this installation can run: one line per check (PASS, WARN, FAIL, SKIP), "
+        "nothing written anywhere; secrets are reported set or not, never shown.",
+        (
+            "hookledger doctor",
+            "hookledger doctor --config /etc/hookledger/config.toml --json",
+            "hookledger doctor --offline",
+        ),
+        ("0   no check failed (warnings allowed)", "2   a check failed"),
+    ),
+    "serve": Help(
+        "Run the webhook receiver: POST /webhooks/<source>, GET /healthz, GET /metrics. A delivery "
+        "is answered 2xx only after it is committed.",
+        ("hookledger serve", "hookledger serve --host 0.0.0.0 --port 8000"),
+        (STOPPED, ERROR + "; a port in use; a source's signing secret unset"),
+    ),
+    "worker": Help(
+        "Apply stored events with the registered handlers (or forward them), retrying with backoff "
+        "and dead-lettering after [worker] max_attempts.",
+        (
+            "hookledger worker",
+            "hookledger worker --concurrency 4",
+            "hookledger worker --once --publish",
+        ),
+        ("0   --once: what was due is done; else stopped by SIGTERM or Ctrl-C", ERROR),
+    ),
+    "publish": Help(
+        "Send the outbox's due messages to their targets, signed, with their Idempotency-Key.",
+        ("hookledger publish", "hookledger publish --once --concurrency 8"),
+        ("0   --once: what was due is sent; else stopped by SIGTERM or Ctrl-C", ERROR),
+    ),
+    "reconcile": Help(
+        "Compare each source with the inbox and the business tables and record what is missing, "
+        "duplicate, diverged, unapplied, orphaned, stuck or dead.",
+        (
+            "hookledger reconcile",
+            "hookledger reconcile --source stripe --since 2026-12-01T00:00:00Z --dry-run",
+            "hookledger reconcile --json --fail-on-discrepancy",
+        ),
+        (
+            "0   ran (with --fail-on-discrepancy: and nothing is open)",
+            "1   --fail-on-discrepancy: ran, and open discrepancies remain",
+            ERROR + "; a source unreachable or refusing its key",
+            "3   skipped: another reconciliation of the source holds its lease",
+        ),
+    ),
+    "schedule": Help(
+        "Run the reconciliation on [reconcile] schedule (cron, in its time zone) and record queue "
+        "snapshots; one per deployment.",
+        ("hookledger schedule", "hookledger schedule --run-now"),
+        (STOPPED, ERROR),
+    ),
+    "export": Help(
+        "Write discrepancies as CSV (written whole or not at all; cells a spreadsheet would run "
+        "as formulas are quoted).",
+        (
+            "hookledger export -o discrepancies.csv",
+            "hookledger export --source stripe --kind missing --status all -o -",
+        ),
+        ("0   written", ERROR, "141 the reader of standard output stopped early"),
+    ),
+    "discrepancies resolve": Help(
+        "Mark a discrepancy resolved (audited); without an id, every one matching the filters, "
+        "after showing the count.",
+        (
+            'hookledger discrepancies resolve 42 --reason "refunded by hand"',
+            'hookledger discrepancies resolve --source stripe --kind stuck --reason "replayed" --yes',
+        ),
+    ),
+    "discrepancies ignore": Help(
+        "Mark a discrepancy ignored (audited): later runs leave it ignored.",
+        ('hookledger discrepancies ignore 42 --reason "test mode object"',),
+    ),
+    "discrepancies keep-stored": Help(
+        "A conflict: the stored version of the event is right. Resolves every conflicting field "
+        "of the event (audited with both fingerprints).",
+        ('hookledger discrepancies keep-stored 17 --reason "proxy rewrote the body"',),
+    ),
+    "discrepancies apply-later": Help(
+        "A conflict: the later delivery is right. Its body replaces the stored one and the event "
+        "is replayed with the same id (audited with both fingerprints and the replaced body).",
+        ('hookledger discrepancies apply-later 17 --reason "provider corrected the amount"',),
+    ),
+    "backfill": Help(
+        "Fetch an event from its source into the inbox (origin backfill, the receiver's "
+        "insert-if-new path: the late real webhook becomes a duplicate).",
+        (
+            "hookledger backfill evt_1QabcXYZ --source stripe",
+            "hookledger backfill 3f1c2a10-0000-11ef-8000-000000000000 --source github --redeliver",
+        ),
+    ),
+    "replay": Help(
+        "Put a failed, dead, processed or ignored event back to pending with the same id "
+        "(audited).",
+        ('hookledger replay evt_1QabcXYZ --source stripe --reason "handler fixed in 1.4.2"',),
+    ),
+    "events show": Help(
+        "An event with its deliveries, processing attempts and audit trail; its payload masked "
+        "as the dashboard masks it.",
+        (
+            "hookledger events show evt_1QabcXYZ --source stripe",
+            "hookledger events show evt_1QabcXYZ --source stripe --json --raw",
+        ),
+    ),
+    "outbox list": Help(
+        "Outgoing messages, newest first.",
+        (
+            "hookledger outbox list",
+            "hookledger outbox list --target crm --status dead --status failed --json",
+        ),
+    ),
+    "outbox show": Help(
+        "One outgoing message with its attempts; its payload masked unless --raw.",
+        ("hookledger outbox show 1207", "hookledger outbox show 1207 --json"),
+    ),
+    "outbox replay": Help(
+        "Put dead (or failed) messages back to pending with their keys, attempts from zero; one "
+        "transaction, audited.",
+        ('hookledger outbox replay 1207 1208 --reason "crm back up"',),
+    ),
+    "drill": Help(
+        "The redelivery drill: deliver stored events again (twice, shuffled) to the handlers or a "
+        "staging receiver and compare the business state with the reference.",
+        (
+            "hookledger drill --source stripe --since 2026-12-01T00:00:00Z --handlers",
+            "hookledger drill --source stripe --since 2026-12-01T00:00:00Z --target "
+            "http://staging:8000 --business-url postgresql+psycopg://staging/app "
+            "--reference-url postgresql+psycopg://db/app",
+        ),
+        ("0   the drilled state equals the reference", "1   it differs", ERROR),
+    ),
+    "snapshot": Help(
+        "Record one queue snapshot per source and roll closed hours up into hourly_counts (what "
+        "hookledger schedule does; for a cron setup).",
+        ("hookledger snapshot",),
+    ),
+    "prune": Help(
+        "Delete processed and ignored events older than the retention, with their attempts and "
+        "deliveries, in batches (audited); pending, failed and dead events stay.",
+        ("hookledger prune --dry-run", "hookledger prune --keep-days 30"),
+    ),
+    "dashboard": Help(
+        "Serve the operations dashboard (Streamlit) on [dashboard] host and port.",
+        ("hookledger dashboard", "hookledger dashboard --port 8601"),
+        (STOPPED, ERROR + "; a port in use"),
+    ),
+    "sandbox": Help(
+        "Run the local sandbox provider (Stripe, GitHub and Shopify APIs); --send delivers its "
+        "events to the receiver with faults and writes the ground truth.",
+        (
+            "hookledger sandbox --port 8765",
+            "hookledger sandbox --send --drop 0.05 --duplicate 0.05 --latency-ms 300 --rate-limit 25",
+        ),
+        (STOPPED, ERROR),
+    ),
+    "demo": Help(
+        "Run the whole system on a realistic day of sandbox traffic with faults, compare the "
+        "reconciliation with the ground truth, then open the dashboard.",
+        ("hookledger demo", "hookledger demo --events 1000 --no-dashboard"),
+        (
+            "0   the reconciliation found exactly what the sandbox did",
+            "1   it differs from the ground truth (var/demo/truth.json)",
+            ERROR,
+        ),
+    ),
+}
+
+
+def epilog(entry: Help) -> str:
+    examples = "\n".join(f"  {e}" for e in entry.examples)
+    exits = "\n".join(f"  {e}" for e in entry.exits)
+    return f"examples:\n{examples}\n\nexit status:\n{exits}"
+
+
+def document(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> None:
+    """Give every command its description, examples and exit statuses from :data:`COMMANDS`."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for name, sub in action.choices.items():
+            key = " ".join((*path, name))
+            entry = COMMANDS.get(key)
+            if entry is not None:
+                sub.description = textwrap.fill(entry.description, width=88)
+                sub.epilog = epilog(entry)
+                sub.formatter_class = argparse.RawDescriptionHelpFormatter
+            document(sub, (*path, name))
