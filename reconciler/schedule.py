@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy import Connection, Engine, insert, update
 
@@ -97,12 +98,14 @@ def heartbeat(engine: Engine, owner: str, started_at: datetime) -> None:
 
 
 def reconcile_all(
-    reconciler: Reconciler, settings: Settings, trigger: str = "schedule"
+    reconciler: Reconciler, settings: Settings, trigger: str = "schedule", *, slotted: bool = False
 ) -> list[RunSummary]:
     """Every reconcilable source, then every outbox target, one after another; one failing does
-    not stop the others."""
+    not stop the others. ``slotted``: called by the cron trigger, so a source whose run of the
+    current slot already succeeded (another scheduler's) is skipped."""
     names = nightly_names(reconciler.engine, settings)
-    outcomes = reconcile_sources(reconciler, names, trigger=trigger)
+    slot = current_slot(settings, reconciler.clock()) if slotted else None
+    outcomes = reconcile_sources(reconciler, names, trigger=trigger, slot=slot)
     summaries = [o.summary for o in outcomes if o.summary is not None]
     for summary in summaries:  # (a failure was logged where it happened)
         log.info(
@@ -116,6 +119,21 @@ def reconcile_all(
             extra={"source": summary.source, "run_id": summary.run_id, "status": summary.status},
         )
     return summaries
+
+
+def current_slot(settings: Settings, now: datetime) -> datetime | None:
+    """The newest time the schedule fired at or before ``now``, within the misfire grace (None:
+    none in it)."""
+    cron = trigger_for(settings)
+    moment = now.astimezone(cron.timezone)
+    fired = cron.get_next_fire_time(
+        None, moment - timedelta(seconds=settings.reconcile.misfire_grace_seconds)
+    )
+    slot = None
+    while fired is not None and fired <= moment:
+        slot = fired
+        fired = cron.get_next_fire_time(fired, fired + timedelta(seconds=1))
+    return slot
 
 
 def _counts(by_kind: dict[str, int]) -> str:
@@ -133,18 +151,25 @@ def build_scheduler(
 ) -> BaseScheduler:
     cron = trigger_for(settings)
     sched = scheduler or BlockingScheduler(timezone=cron.timezone)
-    extra: dict[str, Any] = {"next_run_time": datetime.now(cron.timezone)} if run_now else {}
     sched.add_job(
         reconcile_all,
         cron,
         args=[reconciler, settings],
+        kwargs={"slotted": True},
         id="reconcile",
         name="reconcile every source",
         coalesce=True,
         max_instances=1,
         misfire_grace_time=settings.reconcile.misfire_grace_seconds,
-        **extra,
     )
+    if run_now:  # once at start, whatever the slot
+        sched.add_job(
+            reconcile_all,
+            DateTrigger(datetime.now(cron.timezone)),
+            args=[reconciler, settings],
+            id="reconcile-now",
+            name="reconcile every source now",
+        )
     sched.add_job(
         snapshot,
         IntervalTrigger(seconds=settings.reconcile.snapshot_interval_seconds),

@@ -17,19 +17,49 @@ runs = RECON_RUNS
 
 
 def start(
-    conn: Connection, summary: RunSummary, owner: str, trigger: str, now: datetime, ttl: timedelta
+    conn: Connection,
+    summary: RunSummary,
+    owner: str,
+    trigger: str,
+    now: datetime,
+    ttl: timedelta,
+    slot: datetime | None = None,
 ) -> bool:
     """Take the source's lease and record the run; False (the run recorded as skipped) when another
-    reconciliation holds it."""
+    reconciliation holds it, or (``slot``: the scheduled time this run is for) when a run of the
+    same trigger succeeded since that time: with several schedulers, one run a slot."""
     if not acquire(conn, summary.source, owner, now, ttl):
         held = holder(conn, summary.source)
-        summary.status = RunStatus.SKIPPED.value
-        summary.error = "another reconciliation of this source is running" + (
-            f": lease {held.describe()}" if held else ""
+        return _skipped(
+            conn,
+            summary,
+            owner,
+            trigger,
+            now,
+            "another reconciliation of this source is running"
+            + (f": lease {held.describe()}" if held else ""),
         )
-        _insert(conn, summary, owner, trigger, now, RunStatus.SKIPPED)
-        log.info("%s; skipped", summary.error, extra={"source": summary.source})
-        return False
+    if slot is not None:  # (the lease orders the schedulers: this check cannot race)
+        done = conn.execute(
+            select(runs.c.run_id)
+            .where(
+                runs.c.source == summary.source,
+                runs.c.trigger == trigger,
+                runs.c.status == RunStatus.SUCCEEDED,
+                runs.c.started_at >= slot,
+            )
+            .limit(1)
+        ).scalar()
+        if done is not None:
+            release(conn, summary.source, owner)
+            return _skipped(
+                conn,
+                summary,
+                owner,
+                trigger,
+                now,
+                f"the run scheduled for {slot.isoformat()} already ran (run {done})",
+            )
     # A run still "running" without the lease died with its process: say so in the history.
     conn.execute(
         update(runs)
@@ -110,3 +140,12 @@ def _insert(
             detail={"owner": owner},
         )
     )
+
+
+def _skipped(
+    conn: Connection, summary: RunSummary, owner: str, trigger: str, now: datetime, why: str
+) -> bool:
+    summary.status, summary.error = RunStatus.SKIPPED.value, why
+    _insert(conn, summary, owner, trigger, now, RunStatus.SKIPPED)
+    log.info("%s; skipped", why, extra={"source": summary.source})
+    return False

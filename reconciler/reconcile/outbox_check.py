@@ -105,6 +105,7 @@ def check_outbox(
     owner: str,
     now: datetime,
     dry_run: bool = False,
+    slot: datetime | None = None,
 ) -> RunSummary:
     """One run over one target's messages (see the module)."""
     target = name[len(PREFIX) :]
@@ -113,7 +114,7 @@ def check_outbox(
     ttl = timedelta(seconds=settings.reconcile.lease_seconds)
     if not dry_run:
         with engine.begin() as conn:
-            if not history.start(conn, summary, owner, trigger, now, ttl):
+            if not history.start(conn, summary, owner, trigger, now, ttl, slot):
                 return summary
     try:
         with engine.begin() as conn:

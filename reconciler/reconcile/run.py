@@ -85,7 +85,9 @@ class Reconciler:
         since: datetime | None = None,
         dry_run: bool = False,
         progress: ProgressHook | None = None,
+        slot: datetime | None = None,
     ) -> RunSummary:
+        """One run (``slot``: the scheduled time it is for: skipped if one already ran since)."""
         source = self.settings.source(source_name)
         if source is None:
             raise ConfigError(f"no source named '{source_name}' in the configuration")
@@ -102,7 +104,7 @@ class Reconciler:
             ttl = timedelta(seconds=self.cfg.lease_seconds)
             if not dry_run:
                 with self.engine.begin() as conn:
-                    if not history.start(conn, summary, self.owner, trigger, now, ttl):
+                    if not history.start(conn, summary, self.owner, trigger, now, ttl, slot):
                         return summary
             try:
                 # A connector that cannot be built (a missing key) still ends the run as failed

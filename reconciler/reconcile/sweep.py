@@ -52,6 +52,7 @@ def reconcile_sources(
     since: datetime | None = None,
     dry_run: bool = False,
     progress_for: Callable[[str], ProgressHook | None] | None = None,
+    slot: datetime | None = None,
 ) -> list[Outcome]:
     """Each source in turn; a failure is logged and kept in its outcome."""
     out = []
@@ -65,6 +66,7 @@ def reconcile_sources(
                 since=since,
                 dry_run=dry_run,
                 progress=progress_for(name) if progress_for else None,
+                slot=slot,
             )
         except HookledgerError as exc:
             log.error("reconciliation of %s failed: %s", name, exc, extra={"source": name})
@@ -83,6 +85,7 @@ def reconcile_one(
     since: datetime | None = None,
     dry_run: bool = False,
     progress: ProgressHook | None = None,
+    slot: datetime | None = None,
 ) -> RunSummary:
     """One source's run, or one outbox target's check (``outbox:<target>``)."""
     if is_outbox(name):
@@ -94,9 +97,16 @@ def reconcile_one(
             owner=reconciler.owner,
             now=reconciler.clock(),
             dry_run=dry_run,
+            slot=slot,
         )
     return reconciler.run(
-        name, trigger=trigger, full=full, since=since, dry_run=dry_run, progress=progress
+        name,
+        trigger=trigger,
+        full=full,
+        since=since,
+        dry_run=dry_run,
+        progress=progress,
+        slot=slot,
     )
 
 

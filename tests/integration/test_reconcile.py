@@ -614,3 +614,26 @@ def test_the_metrics_say_when_reconciliation_last_succeeded_and_what_it_found_fi
     assert gauge("hookledger_reconciliation_last_duration_seconds") > 0.0
     scenario.reconciler().run("stripe")  # the same problems again: none of them new
     assert gauge("hookledger_reconciliation_last_new_discrepancies") == 0.0
+
+
+def test_one_scheduled_run_a_slot_whichever_scheduler_gets_there_second(
+    scenario: Scenario,
+) -> None:
+    slot = datetime.now(UTC).replace(second=0, microsecond=0)
+    first = scenario.reconciler(owner="scheduler-a").run("stripe", trigger="schedule", slot=slot)
+    assert first.status == "succeeded"
+    # the other scheduler fires for the same slot after the first run has given the lease back
+    second = scenario.reconciler(owner="scheduler-b").run("stripe", trigger="schedule", slot=slot)
+    assert second.status == "skipped"
+    assert second.error == (
+        f"the run scheduled for {slot.isoformat()} already ran (run {first.run_id})"
+    )
+    # a run from the command line, or the next slot, runs
+    assert scenario.reconciler().run("stripe").status == "succeeded"
+    later = scenario.reconciler().run(
+        "stripe", trigger="schedule", slot=datetime.now(UTC) + timedelta(seconds=1)
+    )
+    assert later.status == "succeeded"
+    with scenario.engine.connect() as conn:
+        lease_free = acquire(conn, "stripe", "probe", datetime.now(UTC), timedelta(seconds=5))
+    assert lease_free  # the skipped run gave the lease back

@@ -196,3 +196,21 @@ def test_the_log_format_and_the_receivers_public_url_load_or_name_the_key(
     assert loaded.logging.format in ("text", "json") and loaded.logging.format == fmt
     url = loaded.receiver.public_url
     assert url is None or url.startswith(("http://", "https://"))
+
+
+def test_the_current_slot_is_the_newest_fire_time_within_the_misfire_grace() -> None:
+    from datetime import UTC, datetime
+
+    from reconciler.config import parse_settings
+    from reconciler.schedule import current_slot
+
+    berlin = parse_settings(
+        {"reconcile": {"schedule": "0 2 * * *", "timezone": "Europe/Berlin"}}, "<test>"
+    )
+    slot = current_slot(berlin, datetime(2026, 12, 3, 1, 30, tzinfo=UTC))  # 02:30 in Berlin
+    assert slot is not None and slot.isoformat() == "2026-12-03T02:00:00+01:00"
+    assert current_slot(berlin, datetime(2026, 12, 3, 3, 30, tzinfo=UTC)) is None  # past the grace
+    minutely = parse_settings({"reconcile": {"schedule": "* * * * *"}}, "<test>")
+    assert current_slot(minutely, datetime(2026, 12, 3, 15, 7, 42, tzinfo=UTC)) == datetime(
+        2026, 12, 3, 15, 7, tzinfo=UTC
+    )
