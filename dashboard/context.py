@@ -43,13 +43,22 @@ def settings() -> Settings:
 
 
 def engine() -> Engine:
+    """The inbox database, which actions write to."""
     db = settings().database
     return _engine(db.url, db.connect_timeout_seconds)
 
 
+def reader() -> Engine:
+    """Where the pages read: ``[dashboard] database_url`` (a read replica), else the inbox database."""
+    replica = settings().dashboard.database_url
+    if not replica:
+        return engine()
+    return _engine(replica, settings().database.connect_timeout_seconds)
+
+
 def db_key() -> str:
     """Part of every cache key, so two databases never share cached reads."""
-    return settings().database.url
+    return settings().dashboard.database_url or settings().database.url
 
 
 def source_names() -> list[str]:
@@ -74,7 +83,8 @@ def now() -> datetime:
 
 @contextmanager
 def connect() -> Iterator[Connection]:
-    with engine().connect() as conn:
+    """A connection for reading (the replica when one is configured)."""
+    with reader().connect() as conn:
         yield conn
 
 

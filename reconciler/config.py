@@ -211,6 +211,8 @@ class DashboardSettings(_Table):
     auth: DashboardAuthSettings = DashboardAuthSettings()
     # where people open the dashboard (behind a proxy, say): links printed by the CLI start with it
     public_url: str | None = Field(default=None, pattern=r"^https?://[^\s?#]+$")
+    # the pages' reads from here (a read replica); actions still write to [database] url
+    database_url: str | None = None
 
     @property
     def base_url(self) -> str:

@@ -30,6 +30,7 @@ stuck_after_seconds = 3600
 operator = "{operator}"
 cache_ttl_seconds = 1
 mask_fields = ["email", "card_last4"]
+{dashboard_extra}
 {auth}
 [[sources]]
 name = "stripe"
@@ -64,12 +65,22 @@ server_metadata_url = "http://127.0.0.1:9/.well-known/openid-configuration"
 
 
 def write_config(
-    folder: Path, url: str, *, operator: str = "tester", auth: bool = False, stripe_extra: str = ""
+    folder: Path,
+    url: str,
+    *,
+    operator: str = "tester",
+    auth: bool = False,
+    stripe_extra: str = "",
+    dashboard_extra: str = "",
 ) -> Path:
     path = folder / "config.toml"
     path.write_text(
         CONFIG.format(
-            url=url, operator=operator, auth=AUTH if auth else "", stripe_extra=stripe_extra
+            url=url,
+            operator=operator,
+            auth=AUTH if auth else "",
+            stripe_extra=stripe_extra,
+            dashboard_extra=dashboard_extra,
         )
     )
     return path

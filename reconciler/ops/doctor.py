@@ -85,8 +85,15 @@ def diagnose(
     verdicts = [_config(loaded)]
     settings = loaded.settings
     verdicts += list(_variables(settings, environ))
-    engine, database = _open_database(settings)
+    engine, database = _open_database(settings.database.url, settings)
     verdicts += database
+    if settings.dashboard.database_url:  # the dashboard's read replica
+        replica, replica_verdicts = _open_database(
+            settings.dashboard.database_url, settings, "dashboard database"
+        )
+        verdicts += replica_verdicts
+        if replica is not None:
+            replica.dispose()
     try:
         verdicts += list(_checks(engine, settings))
     finally:
@@ -148,40 +155,42 @@ def _variables(settings: Settings, environ: Mapping[str, str] | None) -> Iterato
             yield Verdict(f"env {variable}", "fail", f"not set (named by {where})")
 
 
-def _open_database(settings: Settings) -> tuple[Engine | None, list[Verdict]]:
-    """The database read-only, with its verdicts (None: it cannot be used; nothing is created)."""
-    url = settings.database.url
+def _open_database(
+    url: str, settings: Settings, name: str = "database"
+) -> tuple[Engine | None, list[Verdict]]:
+    """A database read-only, with its verdicts (None: it cannot be used; nothing is created)."""
     try:
         parsed = make_url(url)
     except ArgumentError:
-        return None, [Verdict("database", "fail", "[database] url is not a valid database URL")]
+        return None, [Verdict(name, "fail", "not a valid database URL")]
     if parsed.get_backend_name() == "sqlite":
         file = parsed.database or ""
         on_disk = file and file != ":memory:" and not file.startswith("file:")
         if on_disk and not Path(file).expanduser().is_file():
             problem = f"no SQLite file at {file}: run 'hookledger init'"
-            return None, [Verdict("database", "fail", problem)]
+            return None, [Verdict(name, "fail", problem)]
     try:
         engine = make_engine(
             url, readonly=True, connect_timeout=settings.database.connect_timeout_seconds
         )
     except HookledgerError as exc:
-        return None, [Verdict("database", "fail", str(exc))]
-    verdicts = _database(engine, url)
+        return None, [Verdict(name, "fail", str(exc))]
+    verdicts = _database(engine, url, name)
     if failed(verdicts[:1]):
         engine.dispose()
         return None, verdicts
     return engine, verdicts
 
 
-def _database(engine: Engine, url: str) -> list[Verdict]:
+def _database(engine: Engine, url: str, name: str = "database") -> list[Verdict]:
+    schema = "schema" if name == "database" else f"{name} schema"
     try:
         current = current_revision(engine)
     except SQLAlchemyError as exc:
-        return [Verdict("database", "fail", str(database_error(url, exc)))]
-    reached = Verdict("database", "pass", f"reachable: {masked_url(url)}")
+        return [Verdict(name, "fail", str(database_error(url, exc)))]
+    reached = Verdict(name, "pass", f"reachable: {masked_url(url)}")
     if current == HEAD_REVISION:
-        return [reached, Verdict("schema", "pass", f"at revision {current}, the current one")]
+        return [reached, Verdict(schema, "pass", f"at revision {current}, the current one")]
     known = known_revisions()
     if current is None:
         problem = "not initialised: run 'hookledger init'"
@@ -192,7 +201,7 @@ def _database(engine: Engine, url: str) -> list[Verdict]:
             f"at revision {current}, which this version of hookledger does not know (a newer "
             "version migrated it?)"
         )
-    return [reached, Verdict("schema", "fail", problem)]
+    return [reached, Verdict(schema, "fail", problem)]
 
 
 def _checks(engine: Engine | None, settings: Settings) -> Iterator[Verdict]:

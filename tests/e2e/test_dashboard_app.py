@@ -480,3 +480,52 @@ def test_the_events_page_follows_a_correlation_id_to_outgoing_messages(dash: Das
     assert not at.exception
     assert any("Outgoing messages" in m.value and "corr-1" in m.value for m in at.markdown)
     assert sorted(at.dataframe[0].value["key"]) == ["crm-dead", "crm-sent"]
+
+
+def test_pages_read_the_replica_and_actions_write_the_primary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from reconciler.storage.models import DELIVERIES
+
+    primary_url = f"sqlite:///{tmp_path / 'primary.db'}"
+    primary = make_engine(primary_url)
+    upgrade(primary)
+    expected = seed(primary)
+    primary.dispose()
+    with (
+        sqlite3.connect(tmp_path / "primary.db") as source,
+        sqlite3.connect(tmp_path / "replica.db") as copy,
+    ):
+        source.backup(copy)  # the replica, as of now
+    primary = make_engine(primary_url)
+    with primary.begin() as conn:  # the primary moves on: its deliveries pruned, say
+        conn.execute(DELIVERIES.delete())
+    replica_url = f"sqlite:///{tmp_path / 'replica.db'}"
+    extra = f'database_url = "{replica_url}"'
+    monkeypatch.setenv(
+        "HOOKLEDGER_CONFIG", str(write_config(tmp_path, primary_url, dashboard_extra=extra))
+    )
+    dash = Dash(primary, expected)
+    at = dash.app()
+    got = dict(zip(KPI_LABELS, [m.value for m in at.metric][:8], strict=True))
+    assert got["Accepted"] == f"{expected.accepted['stripe']:,}"  # read on the replica
+    at = dash.app("discrepancies")
+    at.multiselect(key="d_kinds").set_value(["diverged"]).run()
+    did = int(at.dataframe[-1].value["id"].iloc[0])
+    at.number_input(key="d_id").set_value(did).run()
+    at.radio(key="d_action_kind").set_value("ignore")
+    at.text_input(key="d_reason").input("handled on the replica's view")
+    at.checkbox(key="d_confirm").check()
+    _button(at, "Apply").click().run()
+    assert [s.value for s in at.success] == [f"discrepancy {did} marked ignored"]
+    replica = make_engine(replica_url)
+    try:
+        assert _audit(primary) == [
+            ("tester", "discrepancy.ignored", "handled on the replica's view")
+        ]
+        assert _audit(replica) == []  # written where writes go
+    finally:
+        replica.dispose()
+        primary.dispose()

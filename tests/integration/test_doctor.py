@@ -443,3 +443,20 @@ id_path = "id"
     assert {v.check for v in sources} >= {"source 'stripe'", "source 'github'", "source 'acme'"}
     for v in sources:
         assert v.status in ("pass", "warn", "fail", "skip") and "\n" not in v.detail and v.detail
+
+
+def test_the_dashboards_read_replica_is_checked_too(
+    db_url: str, sandbox: Any, tmp_path: Path
+) -> None:
+    _box, server = sandbox
+    missing = tmp_path / "replica.db"
+    for replica, expected in (
+        (db_url, [("dashboard database", "pass"), ("dashboard database schema", "pass")]),
+        (f"sqlite:///{missing}", [("dashboard database", "fail")]),
+    ):
+        dashboard = f'[dashboard]\ndatabase_url = "{replica}"\n'
+        cfg = write_config(tmp_path / "c.toml", db_url, server.url, dashboard=dashboard)
+        verdicts = diagnose(str(cfg), offline=True)
+        got = [(v.check, v.status) for v in verdicts if v.check.startswith("dashboard database")]
+        assert got == expected
+    assert not missing.exists()
