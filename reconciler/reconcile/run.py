@@ -259,10 +259,11 @@ class _PageJudge:
         self.asks_at_once = asks_at_once  # current states asked together (the source's budget)
         self.source = judge.Source(connector.capabilities, connector.retention)
         self.fetched: dict[judge.ObjectKey, Mapping[str, Any] | None] = {}
-        # when each recently judged object's record was from: a page listing an older record of
-        # one (a newest-first scan lists an object's older events on later pages) is not judged
-        # again, nor its older snapshot asked of the provider
-        self.judged_at: OrderedDict[judge.ObjectKey, datetime] = OrderedDict()
+        # when each recently judged object's record was from, per check (checks see different
+        # event types of one object): a page listing an older record of one (a newest-first scan
+        # lists an object's older events on later pages) is not judged by that check again, nor
+        # its older snapshot asked of the provider
+        self.judged_at: OrderedDict[tuple[int, str, str], datetime] = OrderedDict()
 
     def judge(
         self,
@@ -283,7 +284,7 @@ class _PageJudge:
             return found
         received = judge.received(settled, inbox)
         for check in self.checks:
-            every = self._not_judged_newer(judge.latest_records(check.check, settled))
+            every = self._not_judged_newer(check.index, judge.latest_records(check.check, settled))
             if not every:
                 continue
             rows = facts(biz, check, sorted(every))
@@ -305,23 +306,23 @@ class _PageJudge:
                 store.idle()  # the provider's latency is never spent holding a lock
                 self.fetched.update(current_states(self.connector, ask, self.asks_at_once))
             found += judge.business(check.check, latest, rows, self.source, self.fetched)
-            self._remember(latest.values())
+            self._remember(check.index, latest.values())
         return found
 
-    def _not_judged_newer(self, latest: dict[str, Any]) -> dict[str, Any]:
-        """``latest`` without the objects judged already on a newer record of this scan."""
+    def _not_judged_newer(self, check: int, latest: dict[str, Any]) -> dict[str, Any]:
+        """``latest`` without the objects this check judged already on a newer record."""
         out = {}
         for object_id, record in latest.items():
-            at = self.judged_at.get((record.object_type or "", object_id))
+            at = self.judged_at.get((check, record.object_type or "", object_id))
             if at is None or record.occurred_at is None or record.occurred_at >= at:
                 out[object_id] = record
         return out
 
-    def _remember(self, records: Iterable[Any]) -> None:
+    def _remember(self, check: int, records: Iterable[Any]) -> None:
         for record in records:
             if record.occurred_at is None or record.object_id is None:
                 continue
-            key = (record.object_type or "", record.object_id)
+            key = (check, record.object_type or "", record.object_id)
             at = self.judged_at.pop(key, None)
             self.judged_at[key] = record.occurred_at if at is None else max(at, record.occurred_at)
         while len(self.judged_at) > JUDGED_REMEMBERED:  # the oldest remembered go first

@@ -178,3 +178,31 @@ def test_a_sequential_scan_never_asks_about_an_object_it_judged_on_a_newer_snaps
     assert not set(asked) & agrees
     assert set(asked.values()) <= {1}
     assert scenario.found() == expected
+
+
+def test_each_check_judges_an_object_on_its_own_newest_record(scenario: Scenario) -> None:
+    """Two checks see different event types of one invoice (the invoice table every type, the
+    ledger only invoice.paid). An event after the paid one (listed first, newest-first) is the
+    invoice check's newest record; the ledger check's is still the paid event, on a later page, and
+    its duplicate must be found there."""
+    import copy
+
+    world = scenario.world
+    [dup, *_] = scenario.planted["dup"]
+    paid = next(
+        e
+        for e in world.stripe_events
+        if e["type"] == "invoice.paid" and e["data"]["object"]["id"] == dup
+    )
+    later = copy.deepcopy(paid)
+    later.update(id="evt_after_paid", type="invoice.updated", created=paid["created"] + 60)
+    later["data"]["object"] = dict(world.stripe_objects[("invoice", dup)])
+    world.stripe_events.append(later)  # listed by the sandbox, never delivered
+    expected = scenario.expected | {("missing", "evt_after_paid", "")}
+
+    def factory(source: SourceSettings) -> Any:  # a page an event: the paid one on a later page
+        return build_connector(tuned(source, max_concurrency=1, page_size=1))
+
+    assert scenario.reconciler(connector_factory=factory).run("stripe").status == "succeeded"
+    assert ("duplicate", f"t_ledger:{dup}", "") in scenario.found()
+    assert scenario.found() == expected
