@@ -214,3 +214,32 @@ def test_the_current_slot_is_the_newest_fire_time_within_the_misfire_grace() -> 
     assert current_slot(minutely, datetime(2026, 12, 3, 15, 7, 42, tzinfo=UTC)) == datetime(
         2026, 12, 3, 15, 7, tzinfo=UTC
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    port=st.one_of(st.none(), st.integers(min_value=-5, max_value=70_000), st.text(max_size=5)),
+    replica=st.one_of(st.none(), st.text(max_size=30), st.integers()),
+)
+def test_the_worker_metrics_port_and_the_dashboard_replica_load_or_name_the_key(
+    port: object, replica: object
+) -> None:
+    from reconciler.config import parse_settings
+
+    data: dict[str, Any] = {
+        "worker": {"metrics_port": port},
+        "dashboard": {"database_url": replica},
+    }
+    try:
+        loaded = parse_settings(data, "<fuzz>")
+    except ConfigError as exc:
+        for line in str(exc).splitlines():
+            assert line.startswith(
+                (
+                    "<fuzz>: table [worker], key 'metrics_port'",
+                    "<fuzz>: table [dashboard], key 'database_url'",
+                )
+            ), line
+        return
+    assert loaded.worker.metrics_port is None or 1 <= loaded.worker.metrics_port <= 65535
+    assert loaded.dashboard.database_url is None or isinstance(loaded.dashboard.database_url, str)
