@@ -264,7 +264,12 @@ class HangingProxy:
     def close(self) -> None:
         self.stop.set()
         self.acceptor.join(timeout=5)
+        # shutdown() before close(): close() alone neither wakes a thread blocked in recv() nor
+        # ends the TCP connection, and PostgreSQL would keep the dashboard's open transaction
+        # (and its locks on the test schema) for as long as the test process lives.
         for sock in [self.server, *self.sockets]:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 sock.close()
 

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, insert, select, text
+from sqlalchemy import Engine, func, insert, make_url, select, text
+from sqlalchemy.exc import OperationalError
 
 from reconciler.reconcile.store import open_store
+from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import alembic_config, current_revision, head_revision, upgrade
 from reconciler.storage.models import RECON_SEEN, Base
+from reconciler.storage.testing import scratch_postgres_schema
 
 
 def scan_start(conn: Any, source: str) -> Any:
@@ -165,3 +171,32 @@ def test_0008_gives_replayed_events_the_origin_of_their_first_receipt(engine: En
         "e_none": "webhook",
         "e_plain": "backfill",
     }
+
+
+def test_a_scratch_schema_is_dropped_even_past_a_leaked_transaction() -> None:
+    """A test that leaks a connection inside a transaction on its private schema (a dashboard
+    behind a frozen proxy did) must not hang the session's teardown on DROP SCHEMA."""
+    base = os.environ.get("HOOKLEDGER_TEST_POSTGRES_URL")
+    if not base:
+        pytest.skip("HOOKLEDGER_TEST_POSTGRES_URL is not set")
+    scratch = scratch_postgres_schema(base, "hl_leak")
+    url = scratch.__enter__()
+    schema = str(make_url(url).query["options"]).rsplit("=", 1)[1]
+    leaking = make_engine(url)
+    leaked = leaking.connect()
+    # an open transaction holds its lock on the table until it ends
+    leaked.execute(select(func.count()).select_from(RECON_SEEN))
+    started = time.monotonic()
+    scratch.__exit__(None, None, None)
+    assert time.monotonic() - started < 35  # the lock timeout, not pytest's 300 s
+    admin = make_engine(base)
+    with admin.connect() as conn:
+        left = conn.execute(
+            text("SELECT count(*) FROM pg_namespace WHERE nspname = :n"), {"n": schema}
+        ).scalar()
+    admin.dispose()
+    assert left == 0
+    with pytest.raises(OperationalError):
+        leaked.execute(text("SELECT 1"))  # its session was ended, not left behind
+    leaked.close()
+    leaking.dispose()
