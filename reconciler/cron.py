@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import CronTrigger
 
 from reconciler.config import Settings
+from reconciler.crontab import crontab_trigger
 from reconciler.errors import ConfigError
 
 
@@ -18,8 +20,27 @@ def trigger_for(settings: Settings) -> CronTrigger:
     except (ZoneInfoNotFoundError, ValueError):
         raise ConfigError(f"[reconcile] timezone: unknown time zone '{cfg.timezone}'") from None
     try:
-        return CronTrigger.from_crontab(cfg.schedule, timezone=tz)
+        return crontab_trigger(cfg.schedule, tz)
     except ValueError as exc:
         raise ConfigError(
             f"[reconcile] schedule: '{cfg.schedule}' is not a valid cron expression ({exc})"
         ) from None
+
+
+def last_fire_time(cron: CronTrigger, before: datetime, horizon: timedelta) -> datetime | None:
+    """The newest time ``cron`` fires at or before ``before``, no older than ``horizon``.
+
+    Fire times are stepped through in UTC: stepping a local time by a second keeps its ``fold``,
+    and on the night the clocks go back APScheduler 3 then returns the same time for ever."""
+    limit = before.astimezone(UTC)
+    start = limit - horizon
+    # few steps for a frequent schedule: a window of an hour first, widened only when it is empty
+    for window in (timedelta(hours=1), timedelta(days=1), horizon):
+        fired: datetime | None = cron.get_next_fire_time(None, max(start, limit - window))
+        last: datetime | None = None
+        while fired is not None and fired.astimezone(UTC) <= limit:
+            last = fired
+            fired = cron.get_next_fire_time(None, fired.astimezone(UTC) + timedelta(seconds=1))
+        if last is not None or window >= horizon:
+            return last
+    return None

@@ -20,8 +20,9 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy import Connection, Engine, insert, update
 
 from reconciler.config import Settings
-from reconciler.cron import trigger_for
+from reconciler.cron import last_fire_time, trigger_for
 from reconciler.inbox.metrics import oldest_unprocessed
+from reconciler.notify.dispatch import dispatch
 from reconciler.ops.rollup import record_snapshot_hourly, roll_up
 from reconciler.reconcile.run import Reconciler, RunSummary
 from reconciler.reconcile.sweep import nightly_names, reconcile_sources
@@ -31,6 +32,7 @@ from reconciler.storage.queries import outbox_by_target
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
+NOTIFY_INTERVAL_SECONDS = 60  # dead letters and missed slots are looked for this often
 
 
 def snapshot(engine: Engine, settings: Settings) -> int:
@@ -118,22 +120,22 @@ def reconcile_all(
             _counts(summary.open_after),
             extra={"source": summary.source, "run_id": summary.run_id, "status": summary.status},
         )
+    if settings.notify:  # told at once, not at the next minute's pass; never fails the runs
+        dispatch(reconciler.engine, settings, scheduled=names)
     return summaries
+
+
+def notify(engine: Engine, settings: Settings) -> None:
+    """The scheduler's pass over the notification targets: dead letters, missed slots, runs
+    started elsewhere (CLI, dashboard) and retries."""
+    dispatch(engine, settings, scheduled=lambda: nightly_names(engine, settings))
 
 
 def current_slot(settings: Settings, now: datetime) -> datetime | None:
     """The newest time the schedule fired at or before ``now``, within the misfire grace (None:
     none in it)."""
-    cron = trigger_for(settings)
-    moment = now.astimezone(cron.timezone)
-    fired = cron.get_next_fire_time(
-        None, moment - timedelta(seconds=settings.reconcile.misfire_grace_seconds)
-    )
-    slot = None
-    while fired is not None and fired <= moment:
-        slot = fired
-        fired = cron.get_next_fire_time(fired, fired + timedelta(seconds=1))
-    return slot
+    grace = timedelta(seconds=settings.reconcile.misfire_grace_seconds)
+    return last_fire_time(trigger_for(settings), now, grace)
 
 
 def _counts(by_kind: dict[str, int]) -> str:
@@ -180,6 +182,16 @@ def build_scheduler(
         max_instances=1,
         next_run_time=datetime.now(cron.timezone),
     )
+    if settings.notify:
+        sched.add_job(
+            notify,
+            IntervalTrigger(seconds=NOTIFY_INTERVAL_SECONDS),
+            args=[engine, settings],
+            id="notify",
+            name="notifications",
+            coalesce=True,
+            max_instances=1,
+        )
     owner = f"{socket.gethostname()}:{os.getpid()}"[:128]
     sched.add_job(
         heartbeat,

@@ -46,6 +46,15 @@ class OutboxStatus(enum.StrEnum):
     DEAD = "dead"  # permanent failure or max_attempts: nothing retries it, a person decides
 
 
+class NotificationStatus(enum.StrEnum):
+    """A notification to one ``[[notify]]`` target (``notifications``)."""
+
+    PENDING = "pending"  # recorded, not sent yet (or a retry is due at next_attempt_at)
+    SENT = "sent"  # the target took it: never sent again
+    FAILED = "failed"  # a permanent refusal or max attempts: logged, nothing retries it
+    SUPPRESSED = "suppressed"  # over the target's max_per_hour: counted in the next one sent
+
+
 # not sent yet: what a publisher still has to do, and what "pending" means on the dashboard
 OUTBOX_UNSENT = (OutboxStatus.PENDING, OutboxStatus.SENDING, OutboxStatus.FAILED)
 

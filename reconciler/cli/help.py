@@ -35,6 +35,21 @@ COMMANDS: dict[str, Help] = {
         ),
         ("0   no check failed (warnings allowed)", "2   a check failed"),
     ),
+    "notify": Help(
+        "Tell the [[notify]] targets what is new: runs that found new discrepancies, scheduled "
+        "runs that failed or were missed, new dead letters; each is told once, within its "
+        "max_per_hour. 'hookledger schedule' does this every minute; run it from cron otherwise.",
+        (
+            "hookledger notify",
+            "hookledger notify --test --target ops-slack",
+            "hookledger notify --json",
+        ),
+        (
+            "0   done: every due notification sent, or held back by the rate limit",
+            "2   a target could not be told (said on one line each; retried later), or "
+            + ERROR[4:],
+        ),
+    ),
     "serve": Help(
         "Run the webhook receiver: POST /webhooks/<source>, GET /healthz, GET /metrics. A delivery "
         "is answered 2xx only after it is committed.",

@@ -20,6 +20,7 @@ from reconciler.cli import (
     doctor_cmd,
     drill_cmd,
     event_cmds,
+    notify_cmd,
     outbox_cmds,
     reconcile_cmds,
 )
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     drill_cmd.register(sub, parent)
     outbox_cmds.register(sub, parent)
     doctor_cmd.register(sub, parent)
+    notify_cmd.register(sub, parent)
     document(parser)  # each command's description, examples and exit statuses (cli/help.py)
     return parser
 
@@ -287,7 +289,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         f"{result.attempts} attempts, {result.deliveries} deliveries, {result.rejected} rejected "
         f"deliveries, {result.snapshots} queue snapshots, {result.outbox_messages} sent outbox "
         f"messages with {result.outbox_attempts} attempts, {result.idempotency_keys} expired "
-        "idempotency keys"
+        f"idempotency keys, {result.notifications} notifications"
     )
     return EXIT_OK
 

@@ -8,6 +8,7 @@ import os
 import sys
 import tempfile
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,11 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
     p.add_argument(
         "--fail-on-discrepancy", action="store_true", help="exit 1 if open discrepancies remain"
+    )
+    p.add_argument(
+        "--no-notify",
+        action="store_true",
+        help="do not tell the [[notify]] targets what this run finds (now or later)",
     )
     p.set_defaults(func=cmd_reconcile)
 
@@ -166,7 +172,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
                 since=args.since,
                 dry_run=args.dry_run,
                 progress_for=progress_for,
+                quiet=args.no_notify,
             )
+            if settings.notify and not args.dry_run and not args.no_notify:
+                _notify(cmd.engine, settings)
     finally:
         if progress is not None:
             progress.stop()
@@ -211,6 +220,15 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if args.fail_on_discrepancy and any(s.get("open") for s in summaries):
         return EXIT_DISCREPANCIES
     return EXIT_OK
+
+
+def _notify(engine: Any, settings: Any) -> None:
+    """Tell the notification targets; a target that cannot be told is a logged warning, never
+    the run's failure (its exit status is the reconciliation's)."""
+    from reconciler.notify.dispatch import dispatch
+    from reconciler.reconcile.sweep import nightly_names
+
+    dispatch(engine, settings, scheduled=partial(nightly_names, engine, settings))
 
 
 def _impact(loaded: Any, sources: list[str]) -> list[dict[str, Any]]:

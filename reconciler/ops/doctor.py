@@ -284,11 +284,11 @@ def _sources(
 
 
 def _schedule(settings: Settings, now: datetime) -> Verdict:
-    from apscheduler.triggers.cron import CronTrigger
+    from reconciler.crontab import crontab_trigger
 
     cfg = settings.reconcile
     zone = ZoneInfo(cfg.timezone)
-    trigger = CronTrigger.from_crontab(cfg.schedule, timezone=zone)  # (validated with the config)
+    trigger = crontab_trigger(cfg.schedule, zone)  # (validated with the config)
     upcoming = trigger.get_next_fire_time(None, now.astimezone(zone))
     when = upcoming.strftime("%Y-%m-%d %H:%M %Z") if upcoming else "never"
     return Verdict("schedule", "pass", f"'{cfg.schedule}' in {cfg.timezone}: next run {when}")

@@ -13,7 +13,8 @@ deliveries (no event) and queue snapshots older than the cutoff go too. The hour
 brought up to date first, so the dashboard's history keeps the counts. Each batch is one transaction.
 
 The outgoing side likewise: outbox messages sent before the cutoff, with their attempts (unsent and
-dead ones stay), outbox snapshots, and idempotency keys past their own retention (``expires_at``).
+dead ones stay), outbox snapshots, idempotency keys past their own retention (``expires_at``), and
+notifications made before the cutoff that are no longer pending.
 A message's row is what makes a replayed event's message the same message: an event replayed after
 its message was pruned sends it again, with the same key.
 """
@@ -44,6 +45,7 @@ from reconciler.storage.models import (
     DELIVERIES,
     DISCREPANCIES,
     INBOX_EVENTS,
+    NOTIFICATIONS,
     OUTBOX,
     OUTBOX_ATTEMPTS,
     OUTBOX_SNAPSHOTS,
@@ -54,6 +56,7 @@ from reconciler.storage.models import (
     DiscrepancyKind,
     DiscrepancyStatus,
     EventStatus,
+    NotificationStatus,
     OutboxStatus,
 )
 
@@ -74,6 +77,7 @@ class PruneResult:
     outbox_messages: int = 0
     outbox_attempts: int = 0
     idempotency_keys: int = 0
+    notifications: int = 0
     dry_run: bool = False
 
 
@@ -99,6 +103,13 @@ def _ended_before(cutoff: datetime) -> list[ColumnElement[bool]]:
 def _sent_before(cutoff: datetime) -> Select[tuple[int]]:
     o = OUTBOX
     return select(o.c.id).where(o.c.status == OutboxStatus.SENT, o.c.sent_at < cutoff)
+
+
+def _told_before(cutoff: datetime) -> ColumnElement[bool]:
+    """Notifications made before the cutoff and done with (a pending one may still be sent):
+    what they record is older than anything a target is told about, so none is told again."""
+    n = NOTIFICATIONS
+    return (n.c.created_at < cutoff) & (n.c.status != NotificationStatus.PENDING)
 
 
 def _count(conn: Connection, cutoff: datetime, now: datetime) -> PruneResult:
@@ -135,6 +146,9 @@ def _count(conn: Connection, cutoff: datetime, now: datetime) -> PruneResult:
             .where(OUTBOX_ATTEMPTS.c.message_id.in_(sent))
         ).scalar_one(),
         idempotency_keys=prune_expired(conn, now, dry_run=True),
+        notifications=conn.execute(
+            select(func.count()).select_from(NOTIFICATIONS).where(_told_before(cutoff))
+        ).scalar_one(),
         dry_run=True,
     )
 
@@ -204,6 +218,9 @@ def prune(
             delete(d).where(d.c.outcome == DeliveryOutcome.REJECTED, d.c.received_at < cutoff)
         ).rowcount
         result.snapshots += conn.execute(delete(q).where(q.c.at < cutoff)).rowcount
+        result.notifications = conn.execute(
+            delete(NOTIFICATIONS).where(_told_before(cutoff))
+        ).rowcount
         # schedulers that stopped beating before the cutoff (each start adds a row: host:pid)
         conn.execute(delete(SCHEDULER_HEARTBEATS).where(SCHEDULER_HEARTBEATS.c.beat_at < cutoff))
         record_audit(
@@ -220,6 +237,7 @@ def prune(
                 "outbox_messages": result.outbox_messages,
                 "outbox_attempts": result.outbox_attempts,
                 "idempotency_keys": result.idempotency_keys,
+                "notifications": result.notifications,
             },
         )
     return result

@@ -134,8 +134,11 @@ def write_csv(conn: Connection, flt: DiscrepancyFilter, out: TextIO) -> int:
 IMPACT_KINDS = (DiscrepancyKind.MISSING, DiscrepancyKind.DIVERGED, DiscrepancyKind.UNAPPLIED)
 
 
-def money_impact(conn: Connection, sources: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-    """Open missing / diverged / unapplied amounts (minor units) per source, currency and kind.
+def money_impact(
+    conn: Connection, sources: tuple[str, ...] = (), new_in_run: str | None = None
+) -> list[dict[str, Any]]:
+    """Open missing / diverged / unapplied amounts (minor units) per source, currency and kind
+    (``new_in_run``: only those that run found first).
 
     A diverged object counts once however many of its fields differ."""
     per_record = (
@@ -160,6 +163,10 @@ def money_impact(conn: Connection, sources: tuple[str, ...] = ()) -> list[dict[s
     )
     if sources:
         per_record = per_record.where(DISCREPANCIES.c.source.in_(sources))
+    if new_in_run is not None:  # (the last_run_id index finds them: the run saw them last)
+        per_record = per_record.where(
+            DISCREPANCIES.c.last_run_id == new_in_run, DISCREPANCIES.c.first_run_id == new_in_run
+        )
     sub = per_record.subquery()
     rows = conn.execute(
         select(sub.c.source, sub.c.currency, sub.c.kind, func.count(), func.sum(sub.c.amount))

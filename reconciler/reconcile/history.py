@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, func, insert, select, update
 
+from reconciler.reconcile.export import money_impact
 from reconciler.reconcile.lease import acquire, holder, release
 from reconciler.reconcile.summary import RunSummary
 from reconciler.storage.models import DISCREPANCIES, RECON_RUNS, DiscrepancyStatus, RunStatus
@@ -77,13 +78,18 @@ def start(
 def finish(conn: Connection, summary: RunSummary, owner: str, now: datetime) -> None:
     """The run's outcome and what is open after it; the lease given back."""
     d = DISCREPANCIES
-    # first found by this run (the alert "reconciliation found new discrepancies" reads it): every
-    # such row was last seen by it too, which the last_run_id index finds
-    new = conn.execute(
-        select(func.count()).where(
-            d.c.last_run_id == summary.run_id, d.c.first_run_id == summary.run_id
+    # first found by this run (the alert "reconciliation found new discrepancies" and the
+    # notifications read it): every such row was last seen by it too, which the last_run_id index finds
+    new_by_kind = {
+        str(kind): int(n)
+        for kind, n in conn.execute(
+            select(d.c.kind, func.count())
+            .where(d.c.last_run_id == summary.run_id, d.c.first_run_id == summary.run_id)
+            .group_by(d.c.kind)
         )
-    ).scalar_one()
+    }
+    new = sum(new_by_kind.values())
+    new_money = money_impact(conn, (summary.source,), new_in_run=summary.run_id) if new else []
     summary.open_after = {
         str(kind): int(n)
         for kind, n in conn.execute(
@@ -108,6 +114,10 @@ def finish(conn: Connection, summary: RunSummary, owner: str, now: datetime) -> 
                 "pages": summary.pages,
                 "resolved": summary.resolved,
                 "new": int(new),
+                "new_by_kind": new_by_kind,
+                "new_money": new_money,
+                "open": summary.open_after,
+                "quiet": summary.quiet,
                 "gaps": summary.gaps,
                 "detection_delay_median_seconds": summary.detection_delay_median_seconds,
                 "detection_delay_max_seconds": summary.detection_delay_max_seconds,

@@ -106,10 +106,11 @@ def check_outbox(
     now: datetime,
     dry_run: bool = False,
     slot: datetime | None = None,
+    quiet: bool = False,
 ) -> RunSummary:
     """One run over one target's messages (see the module)."""
     target = name[len(PREFIX) :]
-    summary = RunSummary(str(uuid.uuid4()), name, RunStatus.RUNNING.value)
+    summary = RunSummary(str(uuid.uuid4()), name, RunStatus.RUNNING.value, quiet=quiet)
     stuck_before = now - timedelta(seconds=settings.reconcile.stuck_after_seconds)
     ttl = timedelta(seconds=settings.reconcile.lease_seconds)
     if not dry_run:

@@ -86,8 +86,10 @@ class Reconciler:
         dry_run: bool = False,
         progress: ProgressHook | None = None,
         slot: datetime | None = None,
+        quiet: bool = False,
     ) -> RunSummary:
-        """One run (``slot``: the scheduled time it is for: skipped if one already ran since)."""
+        """One run (``slot``: the scheduled time it is for: skipped if one already ran since;
+        ``quiet``: the notification targets are not told what it finds)."""
         source = self.settings.source(source_name)
         if source is None:
             raise ConfigError(f"no source named '{source_name}' in the configuration")
@@ -100,7 +102,9 @@ class Reconciler:
             timeout = self.settings.business.statement_timeout_seconds
             checks = bind_checks(self.business_engine, source, timeout)
             now = self.clock()
-            summary = RunSummary(str(uuid.uuid4()), source.name, RunStatus.RUNNING.value)
+            summary = RunSummary(
+                str(uuid.uuid4()), source.name, RunStatus.RUNNING.value, quiet=quiet
+            )
             ttl = timedelta(seconds=self.cfg.lease_seconds)
             if not dry_run:
                 with self.engine.begin() as conn:

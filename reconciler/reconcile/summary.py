@@ -28,6 +28,7 @@ class RunSummary:
     error: str | None = None
     # the oldest webhook event inside the grace period the scan did not list (orphan watermark)
     unlisted_since: datetime | None = None
+    quiet: bool = False  # the [[notify]] targets are not told what it found (reconcile --no-notify)
 
     def add(self, kind: DiscrepancyKind, n: int = 1) -> None:
         if n:

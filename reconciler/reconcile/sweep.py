@@ -53,6 +53,7 @@ def reconcile_sources(
     dry_run: bool = False,
     progress_for: Callable[[str], ProgressHook | None] | None = None,
     slot: datetime | None = None,
+    quiet: bool = False,
 ) -> list[Outcome]:
     """Each source in turn; a failure is logged and kept in its outcome."""
     out = []
@@ -67,6 +68,7 @@ def reconcile_sources(
                 dry_run=dry_run,
                 progress=progress_for(name) if progress_for else None,
                 slot=slot,
+                quiet=quiet,
             )
         except HookledgerError as exc:
             log.error("reconciliation of %s failed: %s", name, exc, extra={"source": name})
@@ -86,6 +88,7 @@ def reconcile_one(
     dry_run: bool = False,
     progress: ProgressHook | None = None,
     slot: datetime | None = None,
+    quiet: bool = False,
 ) -> RunSummary:
     """One source's run, or one outbox target's check (``outbox:<target>``)."""
     if is_outbox(name):
@@ -98,6 +101,7 @@ def reconcile_one(
             now=reconciler.clock(),
             dry_run=dry_run,
             slot=slot,
+            quiet=quiet,
         )
     return reconciler.run(
         name,
@@ -107,6 +111,7 @@ def reconcile_one(
         dry_run=dry_run,
         progress=progress,
         slot=slot,
+        quiet=quiet,
     )
 
 

@@ -34,6 +34,7 @@ from reconciler.states import ErrorClass as ErrorClass
 from reconciler.states import EventOrigin as EventOrigin
 from reconciler.states import EventStatus as EventStatus
 from reconciler.states import IdempotencyStatus as IdempotencyStatus
+from reconciler.states import NotificationStatus as NotificationStatus
 from reconciler.states import OutboxStatus as OutboxStatus
 from reconciler.states import RunStatus as RunStatus
 from reconciler.storage.types import UTCDateTime
@@ -485,6 +486,48 @@ class IdempotencyKey(Base):
     )
 
 
+class NotifyTarget(Base):
+    """When each ``[[notify]]`` target was first seen: it is told about what happened after that,
+    not about the history before it was configured."""
+
+    __tablename__ = "notify_targets"
+
+    target: Mapped[str] = mapped_column(String(64), primary_key=True)
+    since: Mapped[datetime]
+
+
+class Notification(Base):
+    """One notification to one target about one thing (a run, new dead letters of a source, a
+    missed slot): the unique (target, key) is what makes it sent once, by any number of processes."""
+
+    __tablename__ = "notifications"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    target: Mapped[str] = mapped_column(String(64))
+    key: Mapped[str] = mapped_column(String(255))
+    kind: Mapped[str] = mapped_column(String(32))  # discrepancies | dead_letters | run_failed | ...
+    subject: Mapped[str] = mapped_column(String(128))  # the source (or "" for the schedule)
+    fact_at: Mapped[datetime]  # when what it reports happened (dead letters: the newest one)
+    created_at: Mapped[datetime]
+    status: Mapped[NotificationStatus] = mapped_column(_enum(NotificationStatus))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[
+        datetime | None
+    ]  # due time while pending; a sender's lease while sending
+    sent_at: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]]  # the facts; each target kind renders its own message from them
+
+    __table_args__ = (
+        UniqueConstraint("target", "key"),
+        Index("ix_notifications_status_next_attempt_at", "status", "next_attempt_at"),
+        Index(
+            "ix_notifications_target_kind_subject_fact_at", "target", "kind", "subject", "fact_at"
+        ),
+        Index("ix_notifications_target_sent_at", "target", "sent_at"),
+    )
+
+
 # Typed handles on the tables for Core statements (``__table__`` is typed as a FromClause).
 INBOX_EVENTS = cast(Table, InboxEvent.__table__)
 DELIVERIES = cast(Table, Delivery.__table__)
@@ -505,3 +548,5 @@ OUTBOX = cast(Table, OutboxMessage.__table__)
 OUTBOX_ATTEMPTS = cast(Table, OutboxAttempt.__table__)
 OUTBOX_SNAPSHOTS = cast(Table, OutboxSnapshot.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)
+NOTIFY_TARGETS = cast(Table, NotifyTarget.__table__)
+NOTIFICATIONS = cast(Table, Notification.__table__)

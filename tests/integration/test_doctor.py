@@ -22,6 +22,7 @@ from connectors.sandbox.common import Keys
 from connectors.sandbox.world import build_world
 from reconciler.cli.main import main
 from reconciler.ops.doctor import Verdict, diagnose
+from reconciler.storage.migrate import HEAD_REVISION
 from reconciler.storage.testing import scratch_postgres_schema
 from tests.conftest import RunningServer, start_server
 
@@ -142,7 +143,7 @@ def test_a_ready_installation_passes_and_says_what_it_found(
     verdicts = diagnose(str(cfg))
     assert not [v for v in verdicts if v.status == "fail"], verdicts
     checks = by_check(verdicts)
-    assert checks["schema"][0].detail == "at revision 0013, the current one"
+    assert checks["schema"][0].detail == f"at revision {HEAD_REVISION}, the current one"
     assert checks["checks of 'stripe'"][0].detail == (
         "tables found: doc_invoices (stripe_invoice_id, status, amount_paid)"
     )
@@ -169,9 +170,11 @@ def test_a_ready_installation_passes_and_says_what_it_found(
     assert main(["doctor", "--config", str(cfg), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["ok"] is True and document["counts"]["fail"] == 0
-    assert {"check": "schema", "status": "pass", "detail": "at revision 0013, the current one"} in (
-        document["checks"]
-    )
+    assert {
+        "check": "schema",
+        "status": "pass",
+        "detail": f"at revision {HEAD_REVISION}, the current one",
+    } in (document["checks"])
 
 
 def test_each_broken_piece_is_one_failed_line_and_exit_2(
@@ -254,7 +257,7 @@ def test_a_database_without_the_schema_says_run_init(
     base = os.environ["HOOKLEDGER_TEST_POSTGRES_URL"]
     for revision, expected in (
         (None, "not initialised: run 'hookledger init'"),
-        ("0012", "at revision 0012, behind 0013: run 'hookledger init'"),
+        ("0012", f"at revision 0012, behind {HEAD_REVISION}: run 'hookledger init'"),
     ):
         with scratch_postgres_schema(base, prefix="hl_doctor", revision=revision) as url:
             cfg = write_config(tmp_path / "c.toml", url, server.url)

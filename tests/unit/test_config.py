@@ -214,6 +214,13 @@ def test_the_current_slot_is_the_newest_fire_time_within_the_misfire_grace() -> 
     assert current_slot(minutely, datetime(2026, 12, 3, 15, 7, 42, tzinfo=UTC)) == datetime(
         2026, 12, 3, 15, 7, tzinfo=UTC
     )
+    # the night Berlin's clocks go back, 02:30 comes twice (APScheduler 3 fired at both): each
+    # is a slot of its own, and finding it ends (stepping local times used to loop for ever)
+    twice = parse_settings(
+        {"reconcile": {"schedule": "30 2 * * *", "timezone": "Europe/Berlin"}}, "<test>"
+    )
+    back = current_slot(twice, datetime(2026, 10, 25, 1, 45, tzinfo=UTC))  # 02:45 CET
+    assert back is not None and back.isoformat() == "2026-10-25T02:30:00+01:00"
 
 
 @settings(max_examples=60, deadline=None)
