@@ -64,7 +64,11 @@ class Mailer:
 
     @property
     def app(self) -> Starlette:
-        return Starlette(routes=[Route("/receipts", self.receive, methods=["POST"])])
+        return Starlette(routes=self.routes)
+
+    @property
+    def routes(self) -> list[Route]:
+        return [Route("/receipts", self.receive, methods=["POST"])]
 
     def check(self, expected_keys: set[str]) -> list[str]:
         """What differs from one receipt per expected key, and one per invoice (lines; empty

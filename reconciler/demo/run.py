@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 from sqlalchemy import Engine, delete, func, select, update
+from starlette.applications import Starlette
 
 from connectors.sandbox.app import Sandbox
 from connectors.sandbox.sender import (
@@ -55,10 +56,12 @@ from reconciler.demo import handlers, truth
 from reconciler.demo.business import invoices, metadata, orders
 from reconciler.demo.day import SLOT, Day, SteppedClock, arrival_times, day_ending
 from reconciler.demo.mailer import Mailer
+from reconciler.demo.ops_channel import OpsChannel
 from reconciler.demo.workspace import DEMO_ENV, prepare_workspace
 from reconciler.errors import HookledgerError
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
+from reconciler.notify.dispatch import dispatch
 from reconciler.ops.drill import drill_handlers
 from reconciler.ops.overview import UNPROCESSED
 from reconciler.ops.rollup import roll_up
@@ -257,6 +260,36 @@ def _wait_sent(engine: Engine, timeout: float = 120.0) -> None:
         time.sleep(0.2)
 
 
+def _notifications(
+    console: Console, ops: OpsChannel, found: dict[str, dict[str, int]], engine: Engine
+) -> list[str]:
+    """One signed message a source about its new discrepancies and one about its dead letters at
+    the stand-in ops channel: lines that differ."""
+    messages = ops.received()
+    told = {(m["type"], m["data"].get("source")) for m in messages}
+    with engine.connect() as conn:
+        dead = {
+            str(s)
+            for s in conn.execute(
+                select(INBOX_EVENTS.c.source)
+                .where(INBOX_EVENTS.c.status == EventStatus.DEAD)
+                .distinct()
+            ).scalars()
+        }
+    # (a conflict is recorded by the receiver, not found by a run)
+    wanted = {
+        ("hookledger.discrepancies", s)
+        for s, kinds in found.items()
+        if any(n for kind, n in kinds.items() if kind != "conflict")
+    }
+    wanted |= {("hookledger.dead_letters", s) for s in dead}
+    console.print(
+        f"notifications: {len(messages)} signed messages at the demo's ops channel "
+        f"({ops.refused} refused): " + "; ".join(sorted(m["data"]["title"] for m in messages))
+    )
+    return [f"no '{kind}' notification about {source}" for kind, source in sorted(wanted - told)]
+
+
 def _receipts(console: Console, mailer: Mailer, expected: set[str]) -> list[str]:
     """One receipt per paid invoice at the stand-in mailer, by key: lines that differ."""
     lines = mailer.check(expected)
@@ -388,6 +421,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
         directory, sandbox_url, receiver_sock.getsockname()[1], dashboard_port, mailer_url
     )
     mailer = Mailer(DEMO_ENV["HOOKLEDGER_DEMO_MAILER_SECRET"], seed=opts.seed)
+    ops = OpsChannel(DEMO_ENV["HOOKLEDGER_DEMO_NOTIFY_SECRET"])
     settings = load_config(config_path).settings
 
     n = max(30, opts.events)
@@ -431,11 +465,15 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             # every time the receiver, the worker and the publisher store is the day's clock
             running.enter_context(clock_override(clock))
             running.enter_context(_serving(Sandbox(world).app, sandbox_sock))
-            running.enter_context(_serving(mailer.app, mailer_sock))
+            # the mailer and the ops channel: the outbox's receipts and the notifications
+            running.enter_context(
+                _serving(Starlette(routes=mailer.routes + ops.routes), mailer_sock)
+            )
             running.enter_context(_serving(create_app(settings, engine), receiver_sock))
             running.enter_context(_background(worker.run))
             for sender in senders:
                 running.enter_context(_background(sender.run))
+            dispatch(engine, settings)  # the ops channel hears about what happens from now on
             console.print(
                 f"[bold]hookledger demo[/bold] in {directory} (seed {opts.seed}): sandbox provider on "
                 f"{sandbox_url}, receiver on {settings.receiver.host}:{settings.receiver.port}"
@@ -491,9 +529,11 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                 reader.dispose()
             snapshot(engine, settings)
             roll_up(engine, utcnow())
+            dispatch(engine, settings)  # what the runs found, and the day's dead letters
             found = found_counts(engine)
             _summary(console, expected, found)
             differences = truth.compare(expected, found)
+            differences += _notifications(console, ops, found, engine)
             differences += _receipts(console, mailer, receipts)
             differences += _drill(console, engine, settings, drill_expected)
             if differences:

@@ -16,6 +16,8 @@ DEMO_ENV = {
     "HOOKLEDGER_DEMO_SHOPIFY_TOKEN": "shpat_sandbox",
     # the outbox signs the receipts it sends to the demo's stand-in mailer (Standard Webhooks)
     "HOOKLEDGER_DEMO_MAILER_SECRET": "whsec_aG9va2xlZGdlci1kZW1vLW1haWxlci1zZWNyZXQtMzI=",
+    # hookledger signs the notifications it sends to the demo's stand-in ops channel
+    "HOOKLEDGER_DEMO_NOTIFY_SECRET": "whsec_aG9va2xlZGdlci1kZW1vLW9wcy1jaGFubmVsLXNlY3JldA==",
 }
 
 CONFIG = """\
@@ -62,6 +64,15 @@ url = "sqlite:///{dir}/business.db"
 [dashboard]
 port = {dashboard_port}
 operator = "demo-operator"
+
+# what a team would send to Slack or a pager bridge: here the demo's stand-in ops channel
+[[notify]]
+name = "demo-ops"
+kind = "webhook"
+url = "{mailer}/ops"
+signing_secret_env = "HOOKLEDGER_DEMO_NOTIFY_SECRET"
+max_per_hour = 60
+timeout_seconds = 2.0
 
 [[sources]]
 name = "stripe"

@@ -14,7 +14,15 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.states import OUTBOX_UNSENT
-from reconciler.storage.models import INBOX_EVENTS, RECON_RUNS, EventStatus, OutboxStatus, RunStatus
+from reconciler.storage.models import (
+    INBOX_EVENTS,
+    NOTIFICATIONS,
+    RECON_RUNS,
+    EventStatus,
+    NotificationStatus,
+    OutboxStatus,
+    RunStatus,
+)
 from reconciler.storage.queries import (
     failures_by_class,
     open_discrepancies,
@@ -298,9 +306,51 @@ class OutboxCollector(Collector):
         yield from (messages, pending, age, failed)
 
 
+class NotificationCollector(Collector):
+    """Notifications by [[notify]] target and status at scrape time (configured targets report 0
+    for each status, never vanish): a rise in ``failed`` is a target that gave one up."""
+
+    def __init__(self, engine: Engine, targets: Sequence[str] = ()) -> None:
+        self._engine = engine
+        self._targets = tuple(targets)
+
+    @staticmethod
+    def _family() -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            "hookledger_notifications",
+            "Notifications by [[notify]] target and status (pending, sent, failed: given up, "
+            "suppressed: over max_per_hour), as kept until hookledger prune",
+            labels=["target", "status"],
+        )
+
+    def describe(self) -> Iterator[Metric]:
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        n = NOTIFICATIONS
+        try:
+            with self._engine.connect() as conn:
+                rows = conn.execute(
+                    select(n.c.target, n.c.status, func.count()).group_by(n.c.target, n.c.status)
+                ).all()
+        except SQLAlchemyError as exc:
+            log.warning("metrics: notifications query failed: %s", exc.__class__.__name__)
+            return  # hookledger_database_up says why
+        counts = {(str(target), str(status)): int(c) for target, status, c in rows}
+        for target in sorted(set(self._targets) | {t for t, _ in counts}):
+            for status in NotificationStatus:
+                family.add_metric([target, status.value], counts.get((target, status.value), 0))
+        yield family
+
+
 class ReceiverMetrics:
     def __init__(
-        self, engine: Engine, targets: Sequence[str] = (), sources: Sequence[str] = ()
+        self,
+        engine: Engine,
+        targets: Sequence[str] = (),
+        sources: Sequence[str] = (),
+        notify_targets: Sequence[str] = (),
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         # the process's CPU, memory, open files and start time (process_*), as the default
@@ -334,3 +384,4 @@ class ReceiverMetrics:
         self.registry.register(InboxCollector(engine, sources))
         self.registry.register(OutboxCollector(engine, targets))
         self.registry.register(ReconcileCollector(engine, sources))
+        self.registry.register(NotificationCollector(engine, notify_targets))

@@ -92,6 +92,7 @@ def create_app(
         engine,
         [t.name for t in settings.outbox.targets],
         [s.name for s in settings.sources if s.enabled],
+        [t.name for t in settings.notify],
     )
     unknown_limiter = PerClientLimiter(settings.receiver.unknown_source_log_per_minute)
 

@@ -400,3 +400,47 @@ def test_prune_keeps_pending_notifications_and_recent_ones(engine: Engine) -> No
         done = prune(engine, settings, keep=timedelta(days=7), now=T0, actor="t")
         assert done.notifications == 2
         assert [r["status"] for r in sent(engine)] == ["pending"]
+
+
+def test_the_receiver_exports_notifications_by_target_and_status(
+    engine: Engine, serve: Any
+) -> None:
+    import httpx
+
+    from reconciler.inbox.receiver import create_app
+
+    with http_sink([404]) as (_, server):
+        settings = with_targets(
+            make_settings(),
+            webhook_target(f"{server.url}/hook"),
+            {
+                "name": "quiet",
+                "kind": "webhook",
+                "url": f"{server.url}/quiet",
+                "on": ["run_missed"],
+            },
+        )
+        clock = Clock(T0)
+        dispatch(engine, settings, clock=clock)
+        add_run(engine, "run-1", "failed", "schedule", T0 + timedelta(seconds=1))
+        add_run(engine, "run-2", "failed", "schedule", T0 + timedelta(seconds=2))
+        clock.at = T0 + timedelta(minutes=1)
+        dispatch(engine, settings, clock=clock)  # the first is refused (404), the second sent
+    url = serve(create_app(settings, engine)).url
+    lines = [
+        line
+        for line in httpx.get(f"{url}/metrics").text.splitlines()
+        if line.startswith("hookledger_notifications{")
+    ]
+    assert sorted(lines) == sorted(
+        [
+            'hookledger_notifications{status="pending",target="hook"} 0.0',
+            'hookledger_notifications{status="sent",target="hook"} 1.0',
+            'hookledger_notifications{status="failed",target="hook"} 1.0',
+            'hookledger_notifications{status="suppressed",target="hook"} 0.0',
+            'hookledger_notifications{status="pending",target="quiet"} 0.0',
+            'hookledger_notifications{status="sent",target="quiet"} 0.0',
+            'hookledger_notifications{status="failed",target="quiet"} 0.0',
+            'hookledger_notifications{status="suppressed",target="quiet"} 0.0',
+        ]
+    )
