@@ -115,7 +115,7 @@ def worker_arm(engine: Engine, cfg: Path, n: int, events: int, workdir: Path) ->
     argv = [PYTHON, "-m", "reconciler.cli.main", "worker", "--once", "--config", str(cfg)]
     env = {**os.environ, "PYTHONPATH": f"{workdir}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     started = time.perf_counter()
-    procs = [subprocess.Popen(argv, env=env) for _ in range(n)]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL) for _ in range(n)]
     codes = [p.wait(timeout=600) for p in procs]
     elapsed = time.perf_counter() - started
     attempts = count(engine, PROCESSING_ATTEMPTS)
