@@ -52,9 +52,14 @@ def known_keys(conn: Connection, target: str, keys: Iterable[str]) -> set[str]:
 
 def record(conn: Connection, target: str, facts: Iterable[Fact], now: datetime) -> int:
     """The facts as pending notifications of the target; those it already has are left as they
-    are. Returns how many were new."""
+    are (most of them, on each pass: looked up first, not inserted again). Returns how many were
+    new."""
+    facts = list(facts)
+    known = known_keys(conn, target, (f.key[:255] for f in facts))
     added = 0
     for fact in facts:
+        if fact.key[:255] in known:
+            continue
         row = conn.execute(
             insert_for(conn, n)
             .values(
