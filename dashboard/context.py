@@ -99,16 +99,30 @@ def ttl() -> int:
 
 
 def schema_problem() -> str | None:
-    """A sentence for the page when the database cannot be used, else None (within the
-    connection timeout, even when the database hangs)."""
+    """A sentence for the page when the database (or the read replica the pages read) cannot be
+    used, else None (within the connection timeout, even when the database hangs)."""
+    problem = _problem_of(engine(), "the database", INIT)
+    if problem is None and settings().dashboard.database_url:
+        problem = _problem_of(
+            reader(),
+            "the read replica ([dashboard] database_url)",
+            "is it replicating [database] url? (`hookledger doctor` checks both)",
+        )
+    return problem
+
+
+INIT = "run `hookledger init` (or `hookledger demo`) first"
+
+
+def _problem_of(eng: Engine, what: str, advice: str) -> str | None:
     timeout = settings().database.connect_timeout_seconds
-    eng, head = engine(), head_revision()
+    head = head_revision()
     answer: list[str | None] = []
     # A database that hangs (accepts, then never answers) blocks a driver call with no timeout of
     # its own: the check runs on a daemon thread the page waits for at most connect_timeout_seconds
     # (daemon, so a stuck one never holds up the server's shutdown).
     check = threading.Thread(
-        target=lambda: answer.append(_schema_problem(eng, head)),
+        target=lambda: answer.append(_schema_problem(eng, head, what, advice)),
         name="hookledger-db-check",
         daemon=True,
     )
@@ -116,23 +130,23 @@ def schema_problem() -> str | None:
     check.join(timeout)
     if not answer:
         return (
-            f"Cannot reach the database ({eng.url!r}): it did not answer within {timeout:g} s "
+            f"Cannot reach {what} ({eng.url!r}): it did not answer within {timeout:g} s "
             "([database] connect_timeout_seconds)."
         )
     return answer[0]
 
 
-def _schema_problem(eng: Engine, head: str | None) -> str | None:
+def _schema_problem(eng: Engine, head: str | None, what: str, advice: str) -> str | None:
     try:
         current = current_revision(eng)
     except SQLAlchemyError as exc:
         orig = getattr(exc, "orig", None)
         reason = str(orig or exc).splitlines()[0]
-        return f"Cannot reach the database ({eng.url!r}): {reason}"
+        return f"Cannot reach {what} ({eng.url!r}): {reason}"
     if current is None:
-        return "The database is empty: run `hookledger init` (or `hookledger demo`) first."
+        return f"{what[0].upper()}{what[1:]} is empty: {advice}."
     if current != head:
-        return f"The database schema is at revision {current}, not {head}: run `hookledger init`."
+        return f"{what[0].upper()}{what[1:]} is at schema revision {current}, not {head}: {advice}."
     return None
 
 

@@ -215,6 +215,23 @@ class DashboardSettings(_Table):
     # the pages' reads from here (a read replica); actions still write to [database] url
     database_url: str | None = None
 
+    @field_validator("database_url")
+    @classmethod
+    def _a_database_url(cls, value: str | None) -> str | None:
+        """A URL SQLAlchemy can read (the value is not repeated: it may hold a password)."""
+        if value is None:
+            return value
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            make_url(value)
+        except ArgumentError:
+            raise ValueError(
+                "not a database URL (dialect+driver://user@host:port/database, or sqlite:///path)"
+            ) from None
+        return value
+
     @property
     def base_url(self) -> str:
         return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")

@@ -294,6 +294,32 @@ def test_empty_and_unreachable_databases_show_a_message(
     at.run()
     assert not at.exception
     assert at.error[0].value.startswith("Cannot reach the database")
+    # a good primary and a read replica that is empty, then unreachable: said, not a traceback
+    good = tmp_path / "good"
+    good.mkdir()
+    primary = make_engine(f"sqlite:///{good / 'primary.db'}")
+    upgrade(primary)
+    primary.dispose()
+    for i, (replica, said) in enumerate(
+        (
+            (
+                f"sqlite:///{good / 'replica.db'}",
+                "The read replica ([dashboard] database_url) is empty",
+            ),
+            (url, "Cannot reach the read replica ([dashboard] database_url)"),
+        )
+    ):
+        (good / str(i)).mkdir()  # a config file of its own: the app caches what it read by path
+        cfg = write_config(
+            good / str(i),
+            f"sqlite:///{good / 'primary.db'}",
+            dashboard_extra=f'database_url = "{replica}"',
+        )
+        monkeypatch.setenv("HOOKLEDGER_CONFIG", str(cfg))
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        assert not at.exception
+        assert at.error[0].value.startswith(said), at.error[0].value
 
 
 def test_what_was_written_a_moment_ago_is_counted(dash: Dash) -> None:
