@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import httpx
 
 from connectors.retry import parse_retry_after, transient_status
+from reconciler.logs import escape_control
 from reconciler.states import ErrorClass
 
 # Sent, and no answer read: whether it took effect is unknown.
@@ -66,7 +67,8 @@ def post(
     error_class = classify_status(status)
     if error_class is None:
         return Answer(status, None)
-    snippet = response.text[:SNIPPET].replace("\n", " ").replace("\r", " ")
+    # a stranger's text on one line: its line breaks read as spaces, other controls escaped
+    snippet = escape_control(response.text[:SNIPPET].replace("\n", " ").replace("\r", " "))
     message = f"{url} answered HTTP {status}: {snippet}"
     retry_after = None
     if error_class is ErrorClass.TRANSIENT:

@@ -181,3 +181,37 @@ def test_any_notify_table_loads_or_is_one_line_naming_it(tables: list[dict[str, 
             assert target.smtp_host and target.sender and target.to
         else:
             assert bool(target.url) != bool(target.url_env)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    status=st.integers(min_value=100, max_value=599),
+    body=st.text(max_size=300),
+    kind=st.sampled_from(["slack", "webhook"]),
+)
+def test_any_answer_from_a_target_is_an_outcome_of_one_line_without_its_secret_url(
+    status: int, body: str, kind: str
+) -> None:
+    """Whatever a target answers: sent on 2xx only, one line otherwise, another attempt only
+    where one may succeed, and a Slack URL (a secret) never in the error."""
+    import httpx
+
+    from reconciler.config import NotifySettings
+    from reconciler.notify.send import Sender
+
+    secret_url = "https://hooks.slack.example/services/T0/B0/SECRETPART"
+    transport = httpx.MockTransport(lambda request: httpx.Response(status, text=body))
+    target = NotifySettings.model_validate({"name": "t", "kind": kind, "url_env": "T_URL"})
+    environ = {"T_URL": secret_url}
+    data = {"at": "2026-12-03T09:00:00+00:00"}
+    with httpx.Client(transport=transport) as client:
+        outcome = Sender(client, environ).send(
+            target, "test:1", "test", data, render("test", data, BASE), datetime.now(UTC)
+        )
+    assert outcome.ok == (200 <= status < 300)
+    if outcome.ok:
+        assert outcome.error == ""
+        return
+    assert len(outcome.error.splitlines()) == 1, outcome.error
+    assert "SECRETPART" not in outcome.error and outcome.error.startswith("the URL in T_URL")
+    assert outcome.retry == (status in (408, 429) or status >= 500)
