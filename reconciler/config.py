@@ -287,6 +287,25 @@ def _env_secret(owner: str, key: str, var: str | None, environ: Mapping[str, str
     return value
 
 
+def _standard_secrets(
+    owner: str, key: str, var: str | None, environ: Mapping[str, str] | None
+) -> tuple[str, ...]:
+    """:func:`_secret_list` of Standard Webhooks signing secrets (``whsec_`` + base64), each
+    checked: a malformed one is a ConfigError naming the owner and the variable."""
+    from connectors.signatures import SignatureError, standard_key
+
+    secrets = _secret_list(owner, key, var, environ)
+    for secret in secrets:
+        try:
+            standard_key(secret)
+        except SignatureError:
+            raise ConfigError(
+                f"{owner}: the secret in {var} is not a Standard Webhooks secret "
+                "(whsec_ followed by base64)"
+            ) from None
+    return secrets
+
+
 def _secret_list(
     owner: str, key: str, var: str | None, environ: Mapping[str, str] | None
 ) -> tuple[str, ...]:
@@ -414,7 +433,9 @@ class OutboxTargetSettings(_Table):
 
     def signing_secrets(self, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The signing secrets (empty: messages are not signed)."""
-        return _secret_list(self._owner, "signing_secret_env", self.signing_secret_env, environ)
+        return _standard_secrets(
+            self._owner, "signing_secret_env", self.signing_secret_env, environ
+        )
 
     def bearer_token(self, environ: Mapping[str, str] | None = None) -> str | None:
         if not self.bearer_token_env:
@@ -573,7 +594,9 @@ class NotifySettings(_Table):
 
     def signing_secrets(self, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The signing secrets (empty: messages are not signed)."""
-        return _secret_list(self._owner, "signing_secret_env", self.signing_secret_env, environ)
+        return _standard_secrets(
+            self._owner, "signing_secret_env", self.signing_secret_env, environ
+        )
 
     def password(self, environ: Mapping[str, str] | None = None) -> str | None:
         if not self.password_env:

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from connectors.signatures import SignatureError, standard_key, standard_sign
+from connectors.signatures import standard_sign
 from reconciler.config import NotifySettings
 from reconciler.errors import ConfigError
 from reconciler.notify.notices import Message, email_message, slack_body, webhook_body
@@ -90,14 +90,6 @@ class Sender:
         secrets = target.signing_secrets(self.environ)
         if not secrets:
             return {}
-        for secret in secrets:
-            try:
-                standard_key(secret)
-            except SignatureError:
-                raise ConfigError(
-                    f"notify target '{target.name}': the secret in {target.signing_secret_env} "
-                    "is not a Standard Webhooks secret (whsec_ followed by base64)"
-                ) from None
         msg_id, timestamp = message_id(target.name, key), int(now.timestamp())
         return {
             "webhook-id": msg_id,

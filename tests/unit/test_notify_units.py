@@ -215,3 +215,26 @@ def test_any_answer_from_a_target_is_an_outcome_of_one_line_without_its_secret_u
     assert len(outcome.error.splitlines()) == 1, outcome.error
     assert "SECRETPART" not in outcome.error and outcome.error.startswith("the URL in T_URL")
     assert outcome.retry == (status in (408, 429) or status >= 500)
+
+
+def test_a_malformed_signing_secret_is_given_up_at_once_and_nothing_is_sent() -> None:
+    import httpx
+
+    from reconciler.config import NotifySettings
+    from reconciler.notify.send import Sender
+
+    sent: list[httpx.Request] = []
+    transport = httpx.MockTransport(lambda request: sent.append(request) or httpx.Response(200))
+    target = NotifySettings.model_validate(
+        {"name": "w", "kind": "webhook", "url": "https://x.example/h", "signing_secret_env": "S"}
+    )
+    data = {"at": "2026-12-03T09:00:00+00:00"}
+    with httpx.Client(transport=transport) as client:
+        outcome = Sender(client, {"S": "not-a-whsec-secret"}).send(
+            target, "test:1", "test", data, render("test", data, BASE), datetime.now(UTC)
+        )
+    assert (outcome.ok, outcome.retry, sent) == (False, False, [])
+    assert outcome.error == (
+        "notify target 'w': the secret in S is not a Standard Webhooks secret "
+        "(whsec_ followed by base64)"
+    )
