@@ -68,6 +68,10 @@ class Page:
     url: str | None = None  # the request that produced it, secrets redacted
     prepared: Any = None  # what ``ScanOptions.prepare`` made of its records (None: not run)
     slices: tuple[int, int] | None = None  # a sliced scan's (done, planned) slices, for progress
+    # Records the provider listed again that the scan before judged already (the checkpoint itself
+    # when a listing restarts at its time): not judged or counted again, but the scan saw them, so
+    # the orphan window (the span from the oldest to the newest record listed) holds them.
+    relisted: tuple[Record, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ Keys: ``list_url`` (relative to ``base_url``), ``items_path``, ``id_path``, ``ty
   is through when ``done_path`` is true (Svix: ``iterator`` / ``done``). The last cursor is kept, so the
   next run asks only for what came after it;
 - ``since``: ``since_param`` = the newest ``time_path`` value seen; the page's boundary items are
-  skipped next time by id;
+  not judged again next time (``Page.relisted``: still seen, inside the scan's orphan window);
 - ``offset``: ``cursor_param`` = how many items were read.
 """
 
@@ -139,10 +139,18 @@ class GenericConnector:
                 last[1] if last[0] is response_pair else read(response_pair)
             )
             request_url = str(response_pair[1].request.url)
-            if cfg.cursor_style == "since":
+            relisted: list[Record] = []
+            if cfg.cursor_style == "since":  # the boundary's items were judged the page before
+                relisted = [r for r in records if r.event_id in seen_at_boundary]
                 records = [r for r in records if r.event_id not in seen_at_boundary]
                 seen_at_boundary = set(new_position.get("boundary_ids", []))
-            yield Page(tuple(records), new_position, done=done, url=redact_url(request_url))
+            yield Page(
+                tuple(records),
+                new_position,
+                done=done,
+                url=redact_url(request_url),
+                relisted=tuple(relisted),
+            )
             if done:
                 return
             position = new_position

@@ -5,8 +5,12 @@ Lists are newest first. Two phases, both resumable from the persisted cursor:
 - **backfill** (no checkpoint yet, or ``--full``): ``created[gte] = now - initial_lookback_hours`` and
   ``starting_after=<last id>`` while ``has_more``. The newest id seen at the start becomes the
   checkpoint once the backfill is through; events that arrive meanwhile are caught up next time.
-- **catch-up**: ``ending_before=<checkpoint>``, then ``ending_before=<newest id of the page>`` while
-  ``has_more`` (each page is still newest first). Each page's newest id is the next checkpoint.
+- **catch-up**: the same listing from the checkpoint's second less ``overlap_seconds``. Every
+  listing is thus whole from its lower bound on: each second it reaches is read entire (many
+  events share a ``created`` second on a busy account), so the scan's orphan window, from its
+  oldest to its newest listed record, holds only time it read. The checkpoint itself is listed
+  again as ``Page.relisted`` (seen, not judged twice). ``ending_before`` paging is kept only for a
+  checkpoint stored without its time.
 
 With more than one request allowed in flight (the source's ``max_concurrency``), both phases read
 the window up to the scan's start as time slices paged at once (``created[gte]``/``created[lt]``,
@@ -89,6 +93,19 @@ def event_record(event: Mapping[str, Any]) -> Record:
     )
 
 
+def _split_seen(data: list[Any], seen: Any) -> tuple[tuple[Record, ...], tuple[Record, ...]]:
+    """A page's records, and apart the one the scan before judged already (its checkpoint)."""
+    if seen is None or not any(item["id"] == seen for item in data):
+        return tuple([event_record(item) for item in data]), ()
+    records = tuple([event_record(item) for item in data if item["id"] != seen])
+    return records, tuple([event_record(item) for item in data if item["id"] == seen])
+
+
+def _newer_or_same(item: Mapping[str, Any], created: Any) -> bool:
+    at = item.get("created")
+    return not isinstance(created, int) or (isinstance(at, int) and at >= created)
+
+
 def object_path(object_type: str, object_id: str) -> str:
     """``invoice`` → ``/v1/invoices/{id}``, ``checkout.session`` → ``/v1/checkout/sessions/{id}``."""
     parts = object_type.split(".")
@@ -153,12 +170,23 @@ class StripeConnector:
         sliced = self.client.budget.concurrency > 1
         if position.get("checkpoint") and position.get("phase") != "backfill":
             since = position.get("checkpoint_created")
-            if sliced and isinstance(since, int):
-                overlap = int(options.overlap.total_seconds())
-                window = self._window(since - overlap, options, position)
-                yield from self._sliced(window, gap, options.prepare)
-            else:
+            if not isinstance(since, int):
                 yield from self._catch_up(position, gap)
+                return
+            start = since - int(options.overlap.total_seconds())
+            if sliced:
+                yield from self._sliced(
+                    self._window(start, options, position), gap, options.prepare
+                )
+                return
+            position = {
+                "phase": "backfill",
+                "since": start,
+                "top": position["checkpoint"],
+                "top_created": since,
+                "seen": position["checkpoint"],
+            }
+            yield from self._backfill(position, gap)
             return
         if "since" not in position:
             lookback = min(options.initial_lookback, RETENTION)
@@ -214,8 +242,9 @@ class StripeConnector:
                     return
 
     def _backfill(self, position: dict[str, Any], gap: Gap | None) -> Iterator[Page]:
-        since = position["since"]
+        since, seen = position["since"], position.get("seen")
         top, top_created = position.get("top"), position.get("top_created")
+        fresh = not position.get("after")  # (a resumed backfill has its top already)
 
         def older(fetched: _Fetched) -> Any:
             data, has_more, _ = fetched
@@ -226,8 +255,11 @@ class StripeConnector:
         first = self._params(**{"created[gte]": since, "starting_after": position.get("after")})
         with closing(fetch_ahead(self._guard(older), first, older)) as fetched:
             for data, has_more, url in fetched:
-                if data and top is None:  # the newest event when the backfill began: the checkpoint
+                # the newest event when the listing began: the checkpoint (a catch-up's starts as
+                # the one it moves on from, which the listing holds again or passes)
+                if fresh and data and (top is None or _newer_or_same(data[0], top_created)):
                     top, top_created = data[0]["id"], data[0].get("created")
+                fresh = False
                 done = not has_more  # an empty page with has_more never gets here (the guard)
                 if not done:
                     cursor = {
@@ -236,13 +268,16 @@ class StripeConnector:
                         "after": data[-1]["id"],
                         "top": top,
                         "top_created": top_created,
+                        "seen": seen,
                     }
                 elif top is not None:
                     cursor = {"checkpoint": top, "checkpoint_created": top_created}
                 else:  # nothing in the window yet: start again from the same point next time
                     cursor = {"phase": "backfill", "since": since}
-                records = [event_record(item) for item in data]
-                yield Page(tuple(records), cursor, done=done, gap=gap, url=redact_url(url))
+                records, relisted = _split_seen(data, seen)
+                yield Page(
+                    records, cursor, done=done, gap=gap, url=redact_url(url), relisted=relisted
+                )
                 gap = None
                 if done:
                     return
@@ -298,9 +333,9 @@ class StripeConnector:
             data, has_more, url = guards.fetch(params)
             oldest = data[-1].get("created") if data else None
             # records are built here, on the fetcher's thread, and prepared: the writer only writes
-            records = tuple([event_record(item) for item in data if item["id"] != seen])
+            records, relisted = _split_seen(data, seen)
             return SliceFetch(
-                (records, prepare(records) if prepare and records else None),
+                (records, relisted, prepare(records) if prepare and records else None),
                 data[-1]["id"] if data else piece.after,
                 has_more,
                 oldest if isinstance(oldest, int) else None,
@@ -312,8 +347,8 @@ class StripeConnector:
         )
         with closing(pages):
             for page in pages:
-                records, prepared = page.fetched.items
-                if records:
+                records, relisted, prepared = page.fetched.items
+                if records:  # the newest record of the whole listing, whichever slice it is in
                     newest = records[0].payload.get("created")
                     if isinstance(newest, int) and (top_created is None or newest > top_created):
                         top, top_created = records[0].event_id, newest
@@ -341,6 +376,7 @@ class StripeConnector:
                     url=url,
                     prepared=prepared,
                     slices=slices,
+                    relisted=relisted,
                 )
                 gap = None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection
@@ -16,6 +16,7 @@ from connectors.errors import NotFoundError as ConnectorNotFound
 from reconciler.reconcile import judge
 from reconciler.reconcile.business import BoundCheck, facts
 from reconciler.reconcile.store import ClosingPasses
+from reconciler.reconcile.store.passes import Window
 from reconciler.reconcile.summary import RunSummary
 from reconciler.states import DiscrepancyKind
 
@@ -37,12 +38,12 @@ def after_pages(
 ) -> None:
     """The passes over the whole inbox, in one transaction."""
     with store.transaction():
-        start, seen_rows = store.window()
+        window, seen_rows = store.window()
         # What is open before these passes: a kind with none has nothing to resolve (what the
         # passes add was seen in this run, so is not resolvable).
         open_kinds = store.open_kinds()
-        if start is not None and lists_events:
-            summary.add(DiscrepancyKind.ORPHANED, store.orphans(start, seen_rows, grace, scope))
+        if window is not None and lists_events:
+            summary.add(DiscrepancyKind.ORPHANED, store.orphans(window, seen_rows, grace, scope))
         stuck, dead = store.stuck_and_dead(stuck_after)
         summary.add(DiscrepancyKind.STUCK, stuck)
         summary.add(DiscrepancyKind.DEAD, dead)
@@ -107,12 +108,13 @@ def late_orphans(
     connector: Connector,
     summary: RunSummary,
     *,
-    window_start: datetime | None,
+    window: Window | None,
     scope: Any,
     grace: timedelta,
 ) -> None:
     """Webhook events received since the source's orphan watermark that this scan's window does not
-    cover (the scan listed nothing new, or they arrived long after they occurred): each is asked of
+    cover (the scan listed nothing new, they arrived long after they occurred, or they are newer
+    than anything it listed): each is asked of
     the provider by id, at most ``LATE_ORPHAN_CHECKS`` a run, and one the provider does not know is
     an orphan. The watermark then moves to the grace period's edge, or to just before the first
     event that could not be asked. The provider is asked outside any transaction."""
@@ -129,7 +131,7 @@ def late_orphans(
                 store.save_orphan_watermark(settled)
             return
         candidates = store.late_orphan_candidates(
-            checked_until, grace, window_start, scope, LATE_ORPHAN_CHECKS + 1
+            checked_until, grace, window, scope, LATE_ORPHAN_CHECKS + 1
         )
     watermark = settled
     if len(candidates) > LATE_ORPHAN_CHECKS:

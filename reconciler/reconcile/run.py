@@ -205,7 +205,7 @@ class Reconciler:
                         _end_pages_after_failure(store)  # what was read is kept
                         raise
                     store.end_pages()
-                    window_start = store.window()[0]
+                    window = store.window()[0]
                     scope = listed_scope(connector.listing)
                     caps = connector.capabilities
                     closing.after_pages(
@@ -223,7 +223,7 @@ class Reconciler:
                         store,
                         connector,
                         summary,
-                        window_start=window_start,
+                        window=window,
                         scope=scope,
                         grace=grace,
                     )
@@ -240,6 +240,8 @@ class Reconciler:
     ) -> None:
         """One page: looked up, judged, stored with its cursor (see the module)."""
         findings = page_judge.judge(store, biz, page.records, page.prepared)
+        if page.relisted:
+            store.relisted(page.relisted)
         store.write(page.records, findings, page.cursor)
         if biz is not store.conn and biz.in_transaction():
             biz.rollback()  # no read transaction held open on the business database

@@ -280,8 +280,10 @@ class ReconSeen(Base):
     WAL (~25 kB a page on PostgreSQL), and the end of the scan deleted them again; an index on the id
     cost more than the rest of the run (ids come in random order: every page touched ~100 leaves). An
     id listed twice (overlap, a resumed scan) is in two arrays, which the anti-join does not mind.
-    ``occurred_epoch`` (seconds) is the oldest occurred time of the page: the table only serves the
-    scan's window start (its minimum). On PostgreSQL a page's row stays inline and uncompressed up to a
+    ``occurred_epoch`` and ``newest_epoch`` (seconds) are the oldest and newest occurred time of the
+    page: the table serves the scan's window (from the minimum of the one to the maximum of the
+    other). A row of records listed again (``Page.relisted``) has no ``occurred_epoch``: it widens
+    the window only upwards. On PostgreSQL a page's row stays inline and uncompressed up to a
     heap page (``toast_tuple_target``, migration 0007): 100 ids are over the default TOAST threshold."""
 
     __tablename__ = "recon_seen"
@@ -290,6 +292,7 @@ class ReconSeen(Base):
     source: Mapped[str] = mapped_column(String(64))
     event_ids: Mapped[str] = mapped_column(Text)  # a JSON array of strings
     occurred_epoch: Mapped[float | None] = mapped_column(Float)
+    newest_epoch: Mapped[float | None] = mapped_column(Float)
 
 
 class ReconLease(Base):

@@ -72,6 +72,18 @@ class ScanStore(ABC):
     ) -> None:
         """The page's seen ids, its findings and the cursor after it, stored together."""
 
+    def relisted(self, records: Sequence[Record]) -> None:
+        """Records the provider listed again that an earlier scan judged (``Page.relisted``): seen
+        by this scan, so inside its orphan window, but neither looked up nor judged."""
+        ids, _, newest = page_span(records)
+        epoch = newest.timestamp() if newest is not None else None
+        for chunk in chunks(ids, self.lookup_chunk):
+            self.conn.execute(
+                RECON_SEEN.insert().values(
+                    source=self.source, event_ids=chunk, occurred_epoch=None, newest_epoch=epoch
+                )
+            )
+
     def idle(self) -> None:
         """The run is about to wait on the provider: hold no lock meanwhile."""
         return None
@@ -166,11 +178,18 @@ def compiled_text(stmt: Any, dialect: Dialect, columns: Iterable[str]) -> TextCl
     return text(compiled.string).bindparams(*binds)
 
 
-def page_ids(records: Sequence[Record]) -> tuple[list[str], datetime | None]:
-    """A page's event ids, once each (object-only records have none), and its oldest time."""
+def page_span(records: Sequence[Record]) -> tuple[list[str], datetime | None, datetime | None]:
+    """A page's event ids, once each (object-only records have none), its oldest and newest time."""
     ids = list(dict.fromkeys([r.event_id for r in records if r.event_id]))
-    oldest = min((r.occurred_at for r in records if r.occurred_at is not None), default=None)
-    return ids, oldest
+    times = [r.occurred_at for r in records if r.occurred_at is not None]
+    return ids, min(times, default=None), max(times, default=None)
+
+
+def epochs(oldest: datetime | None, newest: datetime | None) -> tuple[float | None, float | None]:
+    return (
+        oldest.timestamp() if oldest is not None else None,
+        newest.timestamp() if newest is not None else None,
+    )
 
 
 def chunks(event_ids: Sequence[str], size: int) -> list[str]:

@@ -2,8 +2,9 @@
 
 Orphaned, stuck and dead have their one home here, detection and fix rule side by side:
 
-- ``orphaned``: a webhook event inside the scan's window that the source did not list (an anti-join
-  against the ids the scan saw, never a set in memory), or one the provider says it never had;
+- ``orphaned``: a webhook event inside the scan's window (from the oldest to the newest record it
+  listed, both included) that the source did not list (an anti-join against the ids the scan saw,
+  never a set in memory), or one the provider says it never had;
   fixed once the source lists it or the event is gone from the inbox.
 - ``stuck``: an event unprocessed for longer than ``stuck_after_seconds``; ``dead``: a dead letter.
   Every run rescans all of them, so one not seen again is fixed.
@@ -53,6 +54,18 @@ def listed_scope(listing: Listing) -> Any:
     return and_(types, events.c.account == listing.account)
 
 
+Window = tuple[datetime, "datetime | None"]  # a scan's listed span: oldest, newest (None: open)
+
+
+def in_window(window: Window) -> Any:
+    """The inbox event's time lies in the scan's listed span, both ends included: a listing covers
+    the seconds it reached whole (ties on a busy account's second included), and nothing past its
+    newest record (what came later is asked of the provider by id, ``late_orphan_candidates``)."""
+    start, end = window
+    at = func.coalesce(events.c.occurred_at, events.c.received_at)
+    return and_(at >= start, true() if end is None else at <= end)
+
+
 def _listed_types(patterns: Sequence[str]) -> Any:
     if not patterns:
         return true()
@@ -72,7 +85,7 @@ class ClosingPasses(ScanStore):
 
     # -- hooks a database may answer faster ------------------------------------------------------
 
-    def settled_by_tally(self, window_start: datetime, seen_rows: int, scope: Any) -> bool:
+    def settled_by_tally(self, window: Window, seen_rows: int, scope: Any) -> bool:
         """Whether the scan is known to have listed every inbox event of its window without the
         anti-join (PostgreSQL keeps a tally of its page lookups)."""
         return False
@@ -83,16 +96,20 @@ class ClosingPasses(ScanStore):
 
     # -- the scan's window -------------------------------------------------------------------------
 
-    def window(self) -> tuple[datetime | None, int]:
-        """The oldest record the current scan has seen (in this run or an interrupted one), and how
-        many ``recon_seen`` rows hold its ids."""
-        epoch, rows = self.conn.execute(
-            select(func.min(RECON_SEEN.c.occurred_epoch), func.count()).where(
-                RECON_SEEN.c.source == self.source
-            )
+    def window(self) -> tuple[Window | None, int]:
+        """The span the current scan listed (in this run or an interrupted one): its oldest and
+        newest record (None: it listed nothing new), and how many ``recon_seen`` rows hold its ids."""
+        oldest, newest, rows = self.conn.execute(
+            select(
+                func.min(RECON_SEEN.c.occurred_epoch),
+                func.max(RECON_SEEN.c.newest_epoch),
+                func.count(),
+            ).where(RECON_SEEN.c.source == self.source)
         ).one()
-        start = datetime.fromtimestamp(float(epoch), UTC) if epoch is not None else None
-        return start, int(rows)
+        if oldest is None:
+            return None, int(rows)
+        end = datetime.fromtimestamp(float(newest), UTC) if newest is not None else None
+        return (datetime.fromtimestamp(float(oldest), UTC), end), int(rows)
 
     def forget_seen(self) -> None:
         """The scan is complete: its seen ids have served."""
@@ -100,23 +117,23 @@ class ClosingPasses(ScanStore):
 
     # -- orphaned ----------------------------------------------------------------------------------
 
-    def orphans(self, window_start: datetime, seen_rows: int, grace: timedelta, scope: Any) -> int:
+    def orphans(self, window: Window, seen_rows: int, grace: timedelta, scope: Any) -> int:
         """Inbox webhook events inside the scan's window that the source did not list. ``scope``:
         what the listing can return (:func:`listed_scope`); other events are never orphans."""
-        if self.settled_by_tally(window_start, seen_rows, scope):
+        if self.settled_by_tally(window, seen_rows, scope):
             return 0
-        window = and_(
+        inside = and_(
             events.c.origin == EventOrigin.WEBHOOK,
-            func.coalesce(events.c.occurred_at, events.c.received_at) >= window_start,
-            events.c.received_at >= window_start - CLOCK_SKEW,
+            in_window(window),
+            events.c.received_at >= window[0] - CLOCK_SKEW,
             events.c.received_at <= self.now - grace,
             scope,
         )
-        whole = self.whole_inbox(window_start, CLOCK_SKEW)
+        whole = self.whole_inbox(window[0], CLOCK_SKEW)
         self.before_anti_join()
         return self._insert_from(
             DiscrepancyKind.ORPHANED,
-            and_(window, self.not_seen(whole_inbox=whole)),
+            and_(inside, self.not_seen(whole_inbox=whole)),
             "not_listed_by_source",
         )
 
@@ -148,14 +165,14 @@ class ClosingPasses(ScanStore):
         self,
         checked_until: datetime,
         grace: timedelta,
-        window_start: datetime | None,
+        window: Window | None,
         scope: Any,
         limit: int,
     ) -> list[tuple[str, datetime]]:
         """Webhook events received since the watermark and past the grace period that this scan's
-        anti-join does not judge (its window starts after their occurrence, or the scan listed
-        nothing): (event id, received at), oldest receipt first, at most ``limit``. Not already
-        open orphans."""
+        anti-join does not judge (they lie outside its window, or the scan listed nothing):
+        (event id, received at), oldest receipt first, at most ``limit``. Not already open
+        orphans."""
         d = discrepancies
         open_orphan = exists(
             select(d.c.id).where(
@@ -166,11 +183,7 @@ class ClosingPasses(ScanStore):
                 d.c.status == DiscrepancyStatus.OPEN,
             )
         )
-        outside = (
-            true()
-            if window_start is None
-            else func.coalesce(events.c.occurred_at, events.c.received_at) < window_start
-        )
+        outside = true() if window is None else not_(in_window(window))
         rows = self.conn.execute(
             select(events.c.event_id, events.c.received_at)
             .where(

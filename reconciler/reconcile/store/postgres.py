@@ -54,10 +54,11 @@ from reconciler.cursors import cursor_upsert
 from reconciler.reconcile.judge import Finding, InboxFacts
 from reconciler.reconcile.store.base import (
     chunks,
+    epochs,
     finding_rows,
-    page_ids,
+    page_span,
 )
-from reconciler.reconcile.store.passes import CLOCK_SKEW, ClosingPasses
+from reconciler.reconcile.store.passes import CLOCK_SKEW, ClosingPasses, in_window
 from reconciler.storage.models import (
     CURSORS,
     DISCREPANCIES,
@@ -172,7 +173,10 @@ def _seen_and_probe(*, with_write: bool) -> Any:
     ids = bindparam("ids", type_=Text)
     source = bindparam("seen_source", type_=Text)
     seen = postgresql.insert(RECON_SEEN).values(
-        source=source, event_ids=ids, occurred_epoch=bindparam("seen_epoch")
+        source=source,
+        event_ids=ids,
+        occurred_epoch=bindparam("seen_epoch"),
+        newest_epoch=bindparam("seen_newest_epoch"),
     )
     stmt = _probe(ids, source).add_cte(seen.cte("page_seen"))
     return stmt.add_cte(_page_write().cte("previous_page")) if with_write else stmt
@@ -221,18 +225,19 @@ class PostgresStore(ClosingPasses):
         return cursor
 
     def lookup(self, records: Sequence[Record]) -> InboxFacts:
-        ids, oldest = page_ids(records)
-        epoch = oldest.timestamp() if oldest is not None else None
+        ids, oldest, newest = page_span(records)
+        oldest_epoch, newest_epoch = epochs(oldest, newest)
+        span = {"seen_epoch": oldest_epoch, "seen_newest_epoch": newest_epoch}
         absent: set[str] = set()
         if ids and len(ids) <= self.lookup_chunk and self.pending is not None:
             params = {**self.pending, "ids": json.dumps(ids), "seen_source": self.source}
-            row = self._run("write_and_lookup", {**params, "seen_epoch": epoch}).one()
+            row = self._run("write_and_lookup", {**params, **span}).one()
             self.pending = None
             absent = self.tally.add(row)
         else:
             self._flush()
             for chunk in chunks(ids, self.lookup_chunk):
-                params = {"ids": chunk, "seen_source": self.source, "seen_epoch": epoch}
+                params = {"ids": chunk, "seen_source": self.source, **span}
                 absent |= self.tally.add(self._run("lookup", params).one())
         return InboxFacts(frozenset(absent), self.present_objects(records))
 
@@ -247,6 +252,10 @@ class PostgresStore(ClosingPasses):
             "cursor_updated_at": utcnow().isoformat(),
             "cursor_run_id": self.run_id,
         }
+
+    def relisted(self, records: Sequence[Record]) -> None:
+        super().relisted(records)
+        self._commit()  # (autocommit: the server has it already)
 
     def end_pages(self) -> None:
         self._flush()
@@ -301,14 +310,16 @@ class PostgresStore(ClosingPasses):
             self.conn.exec_driver_sql(f"ANALYZE {RECON_SEEN.name}")
             self._analyzed = True
 
-    def settled_by_tally(self, window_start: datetime, seen_rows: int, scope: Any) -> bool:
+    def settled_by_tally(
+        self, window: tuple[datetime, datetime | None], seen_rows: int, scope: Any
+    ) -> bool:
         if seen_rows != self.tally.seen_rows:  # a resumed scan: earlier rows were another run's
             return False
         count, hash_sum = self.conn.execute(
             select(func.count(), func.sum(func.hashtextextended(events.c.event_id, 0))).where(
                 events.c.source == self.source,
-                func.coalesce(events.c.occurred_at, events.c.received_at) >= window_start,
-                events.c.received_at >= window_start - CLOCK_SKEW,
+                in_window(window),
+                events.c.received_at >= window[0] - CLOCK_SKEW,
                 scope,
             )
         ).one()

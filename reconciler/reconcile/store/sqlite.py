@@ -20,7 +20,7 @@ from connectors.base import Record
 from reconciler.cursors import save_cursor
 from reconciler.errors import ConfigError
 from reconciler.reconcile.judge import Finding, InboxFacts
-from reconciler.reconcile.store.base import ScanStore, chunks, page_ids
+from reconciler.reconcile.store.base import ScanStore, chunks, epochs, page_span
 from reconciler.reconcile.store.passes import ClosingPasses
 from reconciler.storage.models import INBOX_EVENTS, RECON_SEEN
 
@@ -28,7 +28,10 @@ _ABSENT = (
     f"SELECT j.value FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM {INBOX_EVENTS.name} "
     "AS e WHERE e.source = ? AND e.event_id = j.value)"
 )
-_SEEN = f"INSERT INTO {RECON_SEEN.name} (source, event_ids, occurred_epoch) VALUES (?, ?, ?)"
+_SEEN = (
+    f"INSERT INTO {RECON_SEEN.name} (source, event_ids, occurred_epoch, newest_epoch) "
+    "VALUES (?, ?, ?, ?)"
+)
 
 
 def _has_json() -> bool:
@@ -58,7 +61,7 @@ class SqliteStore(ClosingPasses, ScanStore):
     write commits it."""
 
     def lookup(self, records: Sequence[Record]) -> InboxFacts:
-        ids, _ = page_ids(records)
+        ids, _, _ = page_span(records)
         absent: set[str] = set()
         for chunk in chunks(ids, self.lookup_chunk):
             result = self.conn.exec_driver_sql(_ABSENT, (chunk, self.source))
@@ -68,10 +71,10 @@ class SqliteStore(ClosingPasses, ScanStore):
     def write(
         self, records: Sequence[Record], findings: Sequence[Finding], cursor: Mapping[str, Any]
     ) -> None:
-        ids, oldest = page_ids(records)
-        epoch = oldest.timestamp() if oldest is not None else None
+        ids, oldest, newest = page_span(records)
+        oldest_epoch, newest_epoch = epochs(oldest, newest)
         for chunk in chunks(ids, self.lookup_chunk):
-            self.conn.exec_driver_sql(_SEEN, (self.source, chunk, epoch))
+            self.conn.exec_driver_sql(_SEEN, (self.source, chunk, oldest_epoch, newest_epoch))
         self.upsert_findings(findings)
         save_cursor(self.conn, self.source, cursor, self.run_id)
         self._commit()
