@@ -16,7 +16,7 @@ from connectors.errors import NotFoundError as ConnectorNotFound
 from reconciler.reconcile import judge
 from reconciler.reconcile.business import BoundCheck, facts
 from reconciler.reconcile.store import ClosingPasses
-from reconciler.reconcile.store.passes import Window
+from reconciler.reconcile.store.passes import CLOCK_SKEW, Window
 from reconciler.reconcile.summary import RunSummary
 from reconciler.states import DiscrepancyKind
 
@@ -126,10 +126,14 @@ def late_orphans(
     with store.transaction():
         checked_until = store.orphan_watermark()
         if checked_until is None:
-            # The source's first checked run: its window's anti-join judged what came before.
-            if not store.dry_run:
-                store.save_orphan_watermark(settled)
-            return
+            # The source's first checked run: its window's anti-join judged what the listing
+            # covered; what is older lies past the provider's retention and is not asked. What is
+            # newer than its newest record is asked by id, like any later run's.
+            if window is None or window[1] is None:
+                if not store.dry_run:
+                    store.save_orphan_watermark(settled)
+                return
+            checked_until = window[1] - CLOCK_SKEW
         candidates = store.late_orphan_candidates(
             checked_until, grace, window, scope, LATE_ORPHAN_CHECKS + 1
         )

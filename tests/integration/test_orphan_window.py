@@ -186,6 +186,31 @@ def test_an_orphan_on_a_tie_second_inside_the_listed_span_is_found(
     assert _open(engine) == {("orphaned", "evt_forged_tie", "not_listed_by_source")}
 
 
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+def test_a_first_run_asks_by_id_about_events_newer_than_its_newest_record(
+    db_url: str,
+    engine: Engine,
+    stripe_box: tuple[Sandbox, RunningServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The window ends at the newest listed record, so a forged event after it (but past the
+    grace period) is not judged by the anti-join; the first run asks the provider about it by id
+    instead of leaving it to no run at all. An event older than the listing is not asked."""
+    monkeypatch.setenv("T_SBX_KEY", "sk_test_sandbox")
+    box, server = stripe_box
+    _reset(engine)
+    _world(box, engine, [0, 60, 120])
+    newer = _event(998, BASE + timedelta(minutes=30))
+    newer["id"] = "evt_forged_newer"
+    _receive(engine, "stripe", newer, BASE + timedelta(minutes=30, seconds=2))
+    older = _event(997, BASE - timedelta(days=40))  # past the provider's retention
+    older["id"] = "evt_forged_older"
+    _receive(engine, "stripe", older, BASE - timedelta(days=40))
+    summary = Reconciler(engine, _settings(db_url, server.url, 1)).run("stripe")
+    assert summary.status == "succeeded"
+    assert _open(engine) == {("orphaned", "evt_forged_newer", "not_known_to_source")}
+
+
 # -- the generic connector's ``since`` cursor ------------------------------------------------------
 
 
