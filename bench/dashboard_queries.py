@@ -47,9 +47,10 @@ SQLITE_FILL = [
     # n(i): 1..N; the i-th event is i * step seconds before now
     """WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :n)
     INSERT INTO inbox_events (source, event_id, event_type, object_type, object_id, body, headers,
-        received_at, origin, status, attempts, next_attempt_at, correlation_id)
+        received_at, queued_at, origin, status, attempts, next_attempt_at, correlation_id)
     SELECT CASE i % 3 WHEN 0 THEN 'stripe' WHEN 1 THEN 'github' ELSE 'shopify' END, 'e' || i,
         'invoice.paid', 'invoice', 'o' || (i / 2), x'7b7d', '{}',
+        strftime('%Y-%m-%d %H:%M:%S', :now - i * :step, 'unixepoch') || '.000000',
         strftime('%Y-%m-%d %H:%M:%S', :now - i * :step, 'unixepoch') || '.000000', 'webhook',
         CASE WHEN i % 200 = 0 THEN 'dead' WHEN i % 200 = 1 AND i < 2000 THEN 'pending'
              ELSE 'processed' END, 1,
@@ -97,9 +98,10 @@ SQLITE_FILL = [
 
 PG_FILL = [
     """INSERT INTO inbox_events (source, event_id, event_type, object_type, object_id, body, headers,
-        received_at, origin, status, attempts, next_attempt_at, correlation_id)
+        received_at, queued_at, origin, status, attempts, next_attempt_at, correlation_id)
     SELECT (ARRAY['github', 'shopify', 'stripe'])[i % 3 + 1], 'e' || i, 'invoice.paid', 'invoice',
-        'o' || (i / 2), '\\x7b7d', '{}', to_timestamp(:now - i * :step), 'webhook',
+        'o' || (i / 2), '\\x7b7d', '{}', to_timestamp(:now - i * :step),
+        to_timestamp(:now - i * :step), 'webhook',
         CASE WHEN i % 200 = 0 THEN 'dead' WHEN i % 200 = 1 AND i < 2000 THEN 'pending'
              ELSE 'processed' END, 1,
         CASE WHEN i % 200 = 1 AND i < 2000 THEN to_timestamp(:now - i * :step) END, 'c' || i

@@ -32,6 +32,9 @@ SENSITIVE_HEADERS = frozenset(
 )
 MASK = "<masked>"
 MAX_ID_LENGTH = 255
+# Deeper than any provider's payload (tens of levels); every later reader of the body (fingerprint,
+# masking, handlers) walks it recursively, so it must fit well within Python's recursion limit.
+MAX_JSON_DEPTH = 128
 
 
 @dataclass(frozen=True)
@@ -78,12 +81,38 @@ def json_path_get(document: Any, path: str) -> Any:
 
 
 def load_json(body: bytes, *, required: bool) -> Any:
+    """The body's JSON. One that is nested deeper than :data:`MAX_JSON_DEPTH` or holds an integer
+    longer than Python reads (4300 digits) is refused as unreadable, like invalid JSON: a 400,
+    never a 500 the provider would retry for days."""
     try:
-        return json.loads(body)
+        document = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        if required:
-            raise BadPayload(f"body is not valid JSON ({exc.__class__.__name__})") from None
-        return None
+        problem = f"body is not valid JSON ({exc.__class__.__name__})"
+    except RecursionError:
+        problem = f"body is JSON nested deeper than {MAX_JSON_DEPTH} levels"
+    except ValueError:  # an integer past sys.get_int_max_str_digits()
+        problem = "body holds a number too long to read"
+    else:
+        if not _deeper_than(document, MAX_JSON_DEPTH):
+            return document
+        problem = f"body is JSON nested deeper than {MAX_JSON_DEPTH} levels"
+    if required:
+        raise BadPayload(problem) from None
+    return None
+
+
+def _deeper_than(document: Any, limit: int) -> bool:
+    """Whether the document nests more than ``limit`` arrays and objects (iterative: a deep one
+    must not exhaust the stack while it is measured)."""
+    stack = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > limit:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def _text(value: Any) -> str | None:

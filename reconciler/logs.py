@@ -13,6 +13,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from reconciler.payment_text import mask_payment_text
+
 FIELDS = (
     "source",
     "target",
@@ -27,8 +29,12 @@ FIELDS = (
 REPEAT_EVERY_SECONDS = 60.0  # a repeated failure is logged again, with its count, this often
 
 # C0/C1 controls, DEL and the Unicode line and paragraph separators: anything that could end a log
-# line or move the cursor, shown as an escape instead.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# line or move the cursor, shown as an escape instead. Also lone surrogates (no encoder writes
+# them: a stored rejection or a log line would fail) and the bidirectional and zero-width format
+# characters, which make a value display as another.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+)
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -53,7 +59,7 @@ class _FieldsFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         # The message and the fields are escaped; a traceback (exc_text) keeps its own lines.
         msg, args = record.msg, record.args
-        record.msg, record.args = escape_control(record.getMessage()), None
+        record.msg, record.args = escape_control(mask_payment_text(record.getMessage())), None
         try:
             line = super().format(record)
         finally:

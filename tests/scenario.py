@@ -249,7 +249,11 @@ def scenario(db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.Monkey
         conn.execute(
             update(INBOX_EVENTS)
             .where(INBOX_EVENTS.c.event_id.in_(charges))
-            .values(status="pending", received_at=now - timedelta(hours=2))
+            .values(
+                status="pending",
+                received_at=now - timedelta(hours=2),
+                queued_at=now - timedelta(hours=2),
+            )
         )
 
     # what a careful person would list, from the ground truth

@@ -127,6 +127,8 @@ def _stripe(world: World, rng: random.Random, count: int, start: datetime, span:
                 "metadata": {
                     "card_on_file": PLANTED_CARDS[len(world.stripe_events) % len(PLANTED_CARDS)],
                     "refund_iban": PLANTED_IBAN,
+                    # free text holds them too: masked inside the text, not only as whole values
+                    "note": f"paid with {PLANTED_CARDS[0]}; refunds to {PLANTED_IBAN} if asked",
                 },
             }
             _emit_stripe(world, rng, "charge.succeeded", charge, times[i])

@@ -135,6 +135,7 @@ except NotFoundError as exc:
     st.stop()
 
 ev = detail.event
+masker = Masker(context.settings().dashboard.mask_fields)
 st.subheader(f"{ev['event_type'] or 'event'} {event_id}")
 st.caption(f"Permalink: `{event_url(source, event_id)}` · source {source}")
 c = st.columns(5)
@@ -144,20 +145,19 @@ c[2].metric("Attempts", ev["attempts"])
 c[3].metric("Deliveries", len(detail.deliveries))
 c[4].metric("Audit entries", len(detail.audit))
 if ev["last_error"]:
-    st.error(f"Last error ({ev['error_class']}): {ev['last_error']}")
+    st.error(f"Last error ({ev['error_class']}): {masker.mask(ev['last_error'])}")
 
 st.markdown("**Timeline**")
 st.table(
     frames.table(
         [
-            {"at": t.at, "what": t.kind, "summary": t.summary, "detail": t.detail}
+            {"at": t.at, "what": t.kind, "summary": t.summary, "detail": masker.mask(t.detail)}
             for t in timeline(detail)
         ],
         tz,
     )
 )
 
-masker = Masker(context.settings().dashboard.mask_fields)
 st.markdown(f"**Correlation id** `{ev['correlation_id']}`: search it to see every event it joins.")
 chain = data.business_rows(
     context.db_key(), source, ev["event_type"], ev["object_type"], ev["object_id"]

@@ -140,7 +140,7 @@ if picked is not None:
             + (f" · caused by {m['source']} event `{m['event_id']}`" if m["event_id"] else "")
         )
         if m["last_error"]:
-            st.error(f"Last error ({m['error_class']}): {m['last_error']}")
+            st.error(f"Last error ({m['error_class']}): {masker.mask(m['last_error'])}")
         st.markdown("**Attempts**")
         st.table(frames.table(detail.attempts or [{"attempt": "none yet"}], tz))
         st.markdown("**Payload** (secrets and configured PII fields masked)")

@@ -93,6 +93,9 @@ def cmd_events_show(args: argparse.Namespace) -> int:
     masker = Masker(cmd.settings.dashboard.mask_fields)
     if not args.raw:  # masked as the dashboard's Events page masks it
         detail.event["body"] = masker.mask_body(detail.event["body"])
+        detail.event["last_error"] = masker.mask(detail.event["last_error"])
+        for attempt in detail.attempts:  # an error may quote the payload
+            attempt["error"] = masker.mask(attempt.get("error"))
     data = _jsonable(
         {
             "event": detail.event,
@@ -127,6 +130,7 @@ def cmd_events_show(args: argparse.Namespace) -> int:
         "origin",
         "attempts",
         "received_at",
+        "queued_at",
         "occurred_at",
         "next_attempt_at",
         "processed_at",

@@ -133,6 +133,8 @@ def cmd_outbox_show(args: argparse.Namespace) -> int:
         payload.decode("utf-8", errors="replace") if args.raw else masker.mask_body(payload)
     )
     msg["headers"] = msg["headers"] if args.raw else masker.mask(msg["headers"] or {})
+    if not args.raw:  # an error may quote what the target answered
+        msg["last_error"] = masker.mask(msg["last_error"])
     data = _plain({"message": msg, "attempts": detail.attempts})
     if args.json:
         print(json.dumps(data, indent=2))
@@ -145,6 +147,7 @@ def cmd_outbox_show(args: argparse.Namespace) -> int:
         "status",
         "attempts",
         "created_at",
+        "queued_at",
         "next_attempt_at",
         "sent_at",
         "last_status_code",

@@ -375,11 +375,12 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 def cmd_schedule(args: argparse.Namespace) -> int:
     import signal
 
-    from reconciler.reconcile.sweep import reconciler_for
+    from reconciler.reconcile.sweep import reconciler_for, register_targets
     from reconciler.schedule import build_scheduler
 
     with Command(args) as cmd:
         settings = cmd.settings
+        register_targets(cmd.engine, settings)  # told about what happens from the start on
         with reconciler_for(cmd.engine, settings) as reconciler:
             scheduler = build_scheduler(cmd.engine, settings, reconciler, run_now=args.run_now)
             if args.owns_process:

@@ -8,6 +8,7 @@ the transaction that also holds other requests' events. The limits are the colum
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 
 from sqlalchemy import String
@@ -47,12 +48,27 @@ def _shown(value: str) -> str:
 
 
 _ID_CONTROL = re.compile("[\x00-\x1f\x7f]")
+# A lone surrogate (a JSON "\\ud800" escape) is text no database driver can encode.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Identifiers an operator reads and types: no format characters (category Cf: bidirectional
+# overrides, zero-width spaces), which make an id display as another id.
+_NO_FORMAT = ("event_id", "delivery_id", "event_type", "object_type", "object_id")
 
 
 def _control(value: str) -> str | None:
     """The first control character of an identifier, escaped; None when there is none."""
     found = _ID_CONTROL.search(value)
     return escape_control(found.group()) if found else None
+
+
+def _format_char(value: str) -> str | None:
+    """The first Unicode format character (category Cf) of a value, as U+XXXX; None if none."""
+    if value.isascii():
+        return None
+    for char in value:
+        if unicodedata.category(char) == "Cf":
+            return f"U+{ord(char):04X}"
+    return None
 
 
 def event_problem(
@@ -65,8 +81,12 @@ def event_problem(
             continue
         if "\x00" in value:
             return f"{label} '{_shown(value)}' contains a NUL byte"
+        if found := _SURROGATE.search(value):
+            return f"{label} '{_shown(value)}' contains a lone surrogate ({_shown(found.group())})"
         if attribute in ("event_id", "delivery_id") and (char := _control(value)):
             return f"{label} '{_shown(value)}' contains a control character ({char})"
+        if attribute in _NO_FORMAT and (char := _format_char(value)):
+            return f"{label} '{_shown(value)}' contains a Unicode format character ({char})"
         if len(value) > limit:
             return f"{label} '{_shown(value)}' is longer than {limit} characters"
     if content_type is not None:

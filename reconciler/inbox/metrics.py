@@ -48,11 +48,12 @@ def status_counts(engine: Engine) -> list[tuple[str, str, int]]:
 
 
 def oldest_unprocessed(engine: Engine) -> list[tuple[str, int, datetime | None]]:
-    """Per source: unprocessed count and the receipt time of the oldest unprocessed event."""
+    """Per source: unprocessed count and since when the oldest unprocessed event has been due
+    (received, replayed or retried: a replay is not as old as its first receipt)."""
     t = INBOX_EVENTS
     with engine.connect() as conn:
         rows = conn.execute(
-            select(t.c.source, func.count(), func.min(t.c.received_at))
+            select(t.c.source, func.count(), func.min(t.c.queued_at))
             .where(t.c.status.in_(UNPROCESSED))
             .group_by(t.c.source)
         ).all()

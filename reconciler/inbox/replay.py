@@ -28,11 +28,14 @@ REPLAYABLE = (EventStatus.FAILED, EventStatus.DEAD, EventStatus.PROCESSED, Event
 
 
 def requeued() -> dict[str, Any]:
-    """The columns that put an event back to pending as if new: due now, attempts from zero."""
+    """The columns that put an event back to pending as if new: due now (its queue age counts
+    from now), attempts from zero."""
+    now = utcnow()
     return {
         "status": EventStatus.PENDING,
         "attempts": 0,
-        "next_attempt_at": utcnow(),
+        "next_attempt_at": now,
+        "queued_at": now,
         "lease_owner": None,
         "lease_expires_at": None,
         "processed_at": None,

@@ -53,6 +53,7 @@ from reconciler.inbox.handlers import (
 )
 from reconciler.inbox.retry import backoff_delay, classify_exception
 from reconciler.outbox.writer import Outbox, insert_message
+from reconciler.payment_text import mask_payment_text
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
 from reconciler.storage.models import (
     INBOX_EVENTS,
@@ -368,7 +369,8 @@ class Worker:
         self, event: Event, exc: BaseException, started: datetime, *, force_dead: bool = False
     ) -> EventStatus | None:
         error_class = classify_exception(exc)
-        message = f"{exc.__class__.__name__}: {exc}"
+        # stored, logged and shown to operators: never a card number a handler put in its error
+        message = mask_payment_text(f"{exc.__class__.__name__}: {exc}")
         if error_class is ErrorClass.TRANSIENT and not isinstance(exc, TransientError):
             message += "\n" + "".join(traceback.format_exception(exc, limit=-3))
         dead = force_dead or error_class is ErrorClass.PERMANENT

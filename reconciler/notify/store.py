@@ -13,6 +13,7 @@ from sqlalchemy import Connection, func, select, update
 from reconciler.notify.notices import Fact
 from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import NOTIFICATIONS, NOTIFY_TARGETS, NotificationStatus
+from reconciler.storage.queries import register_notify_targets
 
 n = NOTIFICATIONS
 CLAIM_BATCH = 20  # notifications a target sends per dispatch at most (the rest wait for the next)
@@ -20,11 +21,7 @@ CLAIM_BATCH = 20  # notifications a target sends per dispatch at most (the rest 
 
 def target_since(conn: Connection, target: str, now: datetime) -> datetime:
     """When the target was first seen (now, the first time): it hears about what came after."""
-    conn.execute(
-        insert_for(conn, NOTIFY_TARGETS)
-        .values(target=target, since=now)
-        .on_conflict_do_nothing(index_elements=["target"])
-    )
+    register_notify_targets(conn, [target], now)
     since: datetime = conn.execute(
         select(NOTIFY_TARGETS.c.since).where(NOTIFY_TARGETS.c.target == target)
     ).scalar_one()

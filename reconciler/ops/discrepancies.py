@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from reconciler.errors import NotFoundError
-from reconciler.ops.masking import MASK, Masker, is_payment_data
+from reconciler.ops.masking import MASK, Masker, is_payment_data, mask_payment_text
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.storage.models import DISCREPANCIES
 
@@ -173,6 +173,8 @@ def masked_values(rows: list[dict[str, Any]], masker: Masker) -> list[dict[str, 
             parsed = _parse(str(value))
             if isinstance(parsed, dict | list):
                 copy[column] = json.dumps(masker.mask(parsed), sort_keys=True, ensure_ascii=False)
+            else:
+                copy[column] = mask_payment_text(str(value))
         out.append(copy)
     return out
 

@@ -49,7 +49,7 @@ class Signal:
 class HealthFacts:
     now: datetime
     dead: int
-    stuck: int  # unprocessed events received before now - stuck_after_seconds
+    stuck: int  # unprocessed events due (received, replayed) before now - stuck_after_seconds
     oldest_unprocessed_age: float | None
     last_success: dict[str, datetime | None]  # per reconciled source
     heartbeat: datetime | None  # the newest scheduler heartbeat
@@ -63,7 +63,7 @@ def health_facts(
     queue = queue_now(conn, sources)
     stuck_stmt = select(func.count()).where(
         e.c.status.in_(UNPROCESSED),
-        e.c.received_at < now - timedelta(seconds=stuck_after_seconds),
+        e.c.queued_at < now - timedelta(seconds=stuck_after_seconds),
     )
     if sources:
         stuck_stmt = stuck_stmt.where(e.c.source.in_(sources))

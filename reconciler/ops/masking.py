@@ -7,43 +7,16 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-MASK = "<masked>"
+from reconciler.payment_text import MASK, is_payment_data, mask_payment_text
+
+__all__ = ["MASK", "Masker", "is_payment_data", "mask_payment_text"]
+
 # Keys whose values are credentials wherever they appear in a payload (case-insensitive, substring
 # match on the normalised name: "client_secret", "webhookSecret", "access_token" ...).
 SECRET_KEY_PARTS = ("secret", "password", "passwd", "token", "api_key", "apikey", "authorization")
 _NORMALISE = re.compile(r"[^a-z0-9]")
-# Payment data is masked by its value too, whatever key holds it: a card number (13-19 digits, spaces
-# or dashes allowed, passing the Luhn check) or an IBAN (passing its mod-97 check). Numbers stored as
-# JSON numbers (ids) are never touched.
-_CARD = re.compile(r"\d(?:[ -]?\d){12,18}")
-_IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
-
-
-def _luhn(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-def _iban_valid(text: str) -> bool:
-    compact = text.replace(" ", "")
-    rearranged = compact[4:] + compact[:4]
-    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
-
-
-def is_payment_data(value: str) -> bool:
-    """A card number or an IBAN (pure)."""
-    text = value.strip()
-    if _CARD.fullmatch(text):
-        digits = re.sub(r"[ -]", "", text)
-        # card numbers start with 2-6 (Mastercard 2-series, Amex, Visa, Mastercard,
-        # Discover/UnionPay): long numeric ids starting otherwise are left alone
-        return digits[0] in "23456" and _luhn(digits)
-    return bool(_IBAN.fullmatch(text)) and _iban_valid(text)
+# Payment data is masked by its value too, whatever key holds it, whole or inside any text
+# (reconciler.payment_text).
 
 
 def _norm(key: str) -> str:
@@ -69,8 +42,8 @@ class Masker:
             }
         if isinstance(value, list):
             return [self.mask(v) for v in value]
-        if isinstance(value, str) and is_payment_data(value):
-            return MASK
+        if isinstance(value, str):
+            return MASK if is_payment_data(value) else mask_payment_text(value)
         return value
 
     def mask_body(self, body: bytes) -> str:

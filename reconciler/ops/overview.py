@@ -168,10 +168,11 @@ def attempt_counts(
 
 
 def queue_now(conn: Connection, sources: Sequence[str] = ()) -> list[QueueNow]:
-    """Per source: events waiting by status, dead letters, and the oldest unprocessed receipt time."""
+    """Per source: events waiting by status, dead letters, and since when the oldest unprocessed
+    one has been due (received, replayed or retried)."""
     e = INBOX_EVENTS
     stmt = (
-        select(e.c.source, e.c.status, func.count(), func.min(e.c.received_at))
+        select(e.c.source, e.c.status, func.count(), func.min(e.c.queued_at))
         .where(e.c.status.in_(QUEUE_STATUSES))
         .group_by(e.c.source, e.c.status)
     )

@@ -24,6 +24,7 @@ from sqlalchemy import Connection, and_, bindparam, exists, insert, not_, select
 
 from reconciler.audit import record_audit
 from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.payment_text import mask_payment_text
 from reconciler.states import OUTBOX_UNSENT
 from reconciler.storage.models import OUTBOX, OUTBOX_ATTEMPTS, ErrorClass, OutboxStatus
 from reconciler.storage.types import utcnow
@@ -172,6 +173,11 @@ _FINISH = update(OUTBOX).where(
 _RECORD_ATTEMPT = insert(OUTBOX_ATTEMPTS)
 
 
+def _masked(error: str | None) -> str | None:
+    """A receiver's answer may quote the payload: card numbers and IBANs in it are masked."""
+    return None if error is None else mask_payment_text(error)
+
+
 def finish(conn: Connection, msg: Claimed, owner: str, outcome: Outcome) -> bool:
     """Record the outcome on the message, if ``owner`` still holds its lease (False: lost)."""
     sent = outcome.status is OutboxStatus.SENT
@@ -188,7 +194,7 @@ def finish(conn: Connection, msg: Claimed, owner: str, outcome: Outcome) -> bool
             "next_attempt_at": outcome.next_attempt_at or outcome.finished_at,
             "last_status_code": outcome.status_code,
             "error_class": None if sent else outcome.error_class,
-            "last_error": None if sent else outcome.error,
+            "last_error": None if sent else _masked(outcome.error),
             **({"sent_at": outcome.finished_at} if sent else {}),
         },
     )
@@ -210,7 +216,7 @@ def record_attempt(
             "outcome": outcome.status,
             "error_class": outcome.error_class,
             "status_code": outcome.status_code,
-            "error": outcome.error,
+            "error": _masked(outcome.error),
         },
     )
 
@@ -248,13 +254,15 @@ def replay_message(
             f"outbox message {message_id} is {status.value}: only dead or failed messages can be "
             "replayed"
         )
+    now = utcnow()
     done = conn.execute(
         update(OUTBOX)
         .where(OUTBOX.c.id == row.id, OUTBOX.c.status == status)
         .values(
             status=OutboxStatus.PENDING,
             attempts=0,
-            next_attempt_at=utcnow(),
+            next_attempt_at=now,
+            queued_at=now,  # its age counts from the replay
             lease_owner=None,
             lease_expires_at=None,
             error_class=None,

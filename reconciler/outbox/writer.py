@@ -235,6 +235,7 @@ def insert_message(conn: Connection, msg: Message, now: datetime | None = None) 
         "event_id": msg.event_id,
         "object_key": msg.object_key,
         "created_at": at,
+        "queued_at": at,
     }
     return conn.execute(_insert(conn.dialect.name), values).first() is not None
 

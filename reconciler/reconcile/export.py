@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from sqlalchemy import Connection, func, select
 
+from reconciler.payment_text import mask_payment_text
 from reconciler.reconcile.compare import csv_cell
 from reconciler.storage.models import DISCREPANCIES, DiscrepancyKind, DiscrepancyStatus
 
@@ -96,6 +97,11 @@ def iter_rows(
         last = page[-1].id
 
 
+def _masked(value: str | None) -> str | None:
+    """Card numbers and IBANs in a value masked (a diverged free-text field may hold them)."""
+    return None if value is None else mask_payment_text(value)
+
+
 def csv_record(row: dict[str, Any]) -> list[str]:
     values = {
         "discrepancy_id": row["id"],
@@ -107,14 +113,14 @@ def csv_record(row: dict[str, Any]) -> list[str]:
         "object_type": row["object_type"],
         "object_id": row["object_id"],
         "field": row["field"] or None,
-        "source_value": row["source_value"],
-        "local_value": row["local_value"],
+        "source_value": _masked(row["source_value"]),
+        "local_value": _masked(row["local_value"]),
         "amount": row["amount"],
         "currency": row["currency"],
         "first_seen_at": row["first_seen_at"],
         "last_seen_at": row["last_seen_at"],
         "run_id": row["last_run_id"],
-        "detail": json.dumps(row["detail"], sort_keys=True) if row["detail"] else None,
+        "detail": _masked(json.dumps(row["detail"], sort_keys=True)) if row["detail"] else None,
         "cause": row["cause"],
         "recover_by": row["recover_by"],
     }

@@ -63,7 +63,7 @@ def _matching(kind: DiscrepancyKind, target: str, stuck_before: datetime) -> Any
     return and_(
         OUTBOX.c.target == target,
         OUTBOX.c.status.in_(UNSENT),
-        OUTBOX.c.created_at < stuck_before,
+        OUTBOX.c.queued_at < stuck_before,
     )
 
 

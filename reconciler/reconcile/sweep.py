@@ -19,6 +19,8 @@ from reconciler.reconcile.outbox_check import check_outbox, is_outbox, outbox_so
 from reconciler.reconcile.progress import ProgressHook
 from reconciler.reconcile.run import Reconciler, RunSummary, reconcilable_sources
 from reconciler.storage.engine import make_engine
+from reconciler.storage.queries import register_notify_targets
+from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,8 @@ def reconcile_one(
     quiet: bool = False,
 ) -> RunSummary:
     """One source's run, or one outbox target's check (``outbox:<target>``)."""
+    if not dry_run and not quiet:  # the run is news to a target configured before it
+        register_targets(reconciler.engine, reconciler.settings, clock=reconciler.clock)
     if is_outbox(name):
         return check_outbox(
             reconciler.engine,
@@ -113,6 +117,22 @@ def reconcile_one(
         slot=slot,
         quiet=quiet,
     )
+
+
+def register_targets(
+    engine: Engine, settings: Settings, *, clock: Callable[[], datetime] = utcnow
+) -> None:
+    """Each ``[[notify]]`` target not seen before is first seen now, before a command that sends
+    (a run from the CLI, the scheduler or the dashboard; the scheduler at start) does anything: a
+    target added before a run hears about that run, and a fresh install's first night is not
+    silent. Never raises (the notification pass that follows says what is wrong)."""
+    if not settings.notify:
+        return
+    try:
+        with engine.begin() as conn:
+            register_notify_targets(conn, [t.name for t in settings.notify], clock())
+    except Exception as exc:
+        log.warning("notifications: the targets could not be recorded: %s", exc)
 
 
 def nightly_names(engine: Engine, settings: Settings) -> list[str]:

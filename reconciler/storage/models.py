@@ -51,6 +51,11 @@ NAMING_CONVENTION = {
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 
+def _same_as(column: str) -> Any:
+    """An insert default: the value given for another column of the same row."""
+    return lambda context: context.get_current_parameters()[column]
+
+
 def _enum(cls: type[enum.Enum]) -> Enum:
     return Enum(
         cls,
@@ -84,6 +89,9 @@ class InboxEvent(Base):
     content_type: Mapped[str | None] = mapped_column(String(255))
     headers: Mapped[dict[str, Any]]  # relevant headers, signature values masked
     received_at: Mapped[datetime]
+    # When the event last became due: its receipt, a replay or an operator's retry (not a worker's
+    # backoff). Queue age and `stuck` count from here, so a replayed event is not 10 hours old.
+    queued_at: Mapped[datetime] = mapped_column(default=_same_as("received_at"))
     origin: Mapped[EventOrigin] = mapped_column(_enum(EventOrigin))
     status: Mapped[EventStatus] = mapped_column(_enum(EventStatus))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
@@ -406,6 +414,8 @@ class OutboxMessage(Base):
     # messages of one object to a target with order_by_object are sent one after another, in id order
     object_key: Mapped[str | None] = mapped_column(String(400))
     created_at: Mapped[datetime]
+    # When the message last became due: written, or replayed (its age counts from here).
+    queued_at: Mapped[datetime] = mapped_column(default=_same_as("created_at"))
     sent_at: Mapped[datetime | None]
 
     __table_args__ = (

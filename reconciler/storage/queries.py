@@ -3,15 +3,17 @@ the dashboard's overview)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection, func, select
 
 from reconciler.states import OUTBOX_UNSENT
+from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
+    NOTIFY_TARGETS,
     OUTBOX,
     OUTBOX_ATTEMPTS,
     PROCESSING_ATTEMPTS,
@@ -100,9 +102,10 @@ def waiting_for_a_person(
 
 
 def outbox_by_target(conn: Connection) -> dict[str, tuple[dict[str, int], datetime | None]]:
-    """Per outbox target: messages by status, and when the oldest unsent one was written."""
+    """Per outbox target: messages by status, and since when the oldest unsent one has been due
+    (written or replayed)."""
     o = OUTBOX
-    stmt = select(o.c.target, o.c.status, func.count(), func.min(o.c.created_at)).group_by(
+    stmt = select(o.c.target, o.c.status, func.count(), func.min(o.c.queued_at)).group_by(
         o.c.target, o.c.status
     )
     out: dict[str, tuple[dict[str, int], datetime | None]] = {}
@@ -137,3 +140,14 @@ def outbox_failures(conn: Connection, start: datetime, end: datetime) -> dict[st
     for target, error_class, n in conn.execute(stmt):
         out.setdefault(str(target), {})[str(error_class or "transient")] = int(n)
     return out
+
+
+def register_notify_targets(conn: Connection, targets: Iterable[str], now: datetime) -> None:
+    """``[[notify]]`` targets not seen before are first seen now (one statement; known ones keep
+    their time): a target hears about what happened after it was first seen."""
+    rows = [{"target": t, "since": now} for t in targets]
+    if rows:
+        conn.execute(
+            insert_for(conn, NOTIFY_TARGETS).on_conflict_do_nothing(index_elements=["target"]),
+            rows,
+        )

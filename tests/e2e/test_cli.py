@@ -393,6 +393,8 @@ PLANTED = {
     "object": "charge",
     "receipt_email": "jane@example.com",
     "client_secret": "pi_1_secret_abc",
+    # free text (issue 34): the value check alone let these through
+    "description": "card 5555-5555-5555-4444 exp 12/27, refund to IBAN GB82 WEST 1234 5698 7654 32 ok",
     "metadata": {"note": "4000 0566 5566 5556", "refund_to": "DE89 3704 0044 0532 0130 00"},
     "payment_method_details": {
         "card": {"number": "4242424242424242", "cvc": "123", "last4": "4242"}
@@ -405,6 +407,8 @@ PLANTED_VALUES = [
     "DE89 3704 0044 0532 0130 00",
     "4242424242424242",
     '"123"',
+    "5555-5555-5555-4444",
+    "GB82 WEST 1234 5698 7654 32",
 ]
 
 

@@ -200,8 +200,9 @@ def _bulk_history_postgres(engine: Engine) -> None:
     with engine.begin() as conn:
         conn.execute(
             text(
-                "INSERT INTO inbox_events (source, event_id, body, headers, received_at, origin, "
-                "status, attempts, correlation_id) SELECT 'stripe', 'bulk_' || g, '\\x7b7d', '{}', "
+                "INSERT INTO inbox_events (source, event_id, body, headers, received_at, "
+                "queued_at, origin, status, attempts, correlation_id) SELECT 'stripe', 'bulk_' || g, "
+                "'\\x7b7d', '{}', now() - (g || ' minutes')::interval, "
                 "now() - (g || ' minutes')::interval, 'webhook', 'processed', 1, 'c' || g "
                 "FROM generate_series(1, 60000) g"
             )

@@ -12,7 +12,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, func, insert, make_url, select, text
+from sqlalchemy import Engine, Table, column, func, insert, make_url, select, table, text
 from sqlalchemy.exc import OperationalError
 
 from reconciler.reconcile.store import open_store
@@ -129,6 +129,12 @@ def test_0007_keeps_a_page_of_seen_ids_inline_on_postgres(engine: Engine) -> Non
     assert reloptions() == ["toast_tuple_target=8160"]
 
 
+def _as_before(model: Table, *names: str) -> Any:
+    """The table with only these columns, typed as the model types them: rows written as a schema
+    older than a column's migration would (the model's defaults for newer columns left out)."""
+    return table(model.name, *(column(n, model.c[n].type) for n in names))
+
+
 def test_0008_gives_replayed_events_the_origin_of_their_first_receipt(engine: Engine) -> None:
     from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS
 
@@ -143,9 +149,10 @@ def test_0008_gives_replayed_events_the_origin_of_their_first_receipt(engine: En
         "attempts": 0,
         "correlation_id": "c",
     }
+    old = _as_before(INBOX_EVENTS, *base, "event_id", "origin")
     with engine.begin() as conn:
         conn.execute(
-            insert(INBOX_EVENTS),
+            insert(old),
             [
                 {**base, "event_id": "e_hook", "origin": "replay"},
                 {**base, "event_id": "e_back", "origin": "replay"},
@@ -172,6 +179,44 @@ def test_0008_gives_replayed_events_the_origin_of_their_first_receipt(engine: En
         "e_none": "webhook",
         "e_plain": "backfill",
     }
+
+
+def test_0016_starts_queued_at_at_receipt_and_at_write(engine: Engine) -> None:
+    """Rows stored before 0016 became due when they arrived (the outbox's when written)."""
+    from reconciler.storage.models import INBOX_EVENTS, OUTBOX
+
+    command.downgrade(alembic_config(engine), "0015")
+    at = datetime(2026, 12, 1, 3, 4, 5, 678000, tzinfo=UTC)
+    event = {
+        "source": "stripe",
+        "event_id": "e1",
+        "body": b"{}",
+        "headers": {},
+        "received_at": at,
+        "origin": "webhook",
+        "status": "pending",
+        "attempts": 0,
+        "correlation_id": "c",
+    }
+    message = {
+        "target": "t",
+        "key": "k",
+        "payload": b"{}",
+        "content_type": "application/json",
+        "headers": {},
+        "status": "pending",
+        "attempts": 0,
+        "next_attempt_at": at,
+        "correlation_id": "c",
+        "created_at": at,
+    }
+    with engine.begin() as conn:
+        conn.execute(insert(_as_before(INBOX_EVENTS, *event)), [event])
+        conn.execute(insert(_as_before(OUTBOX, *message)), [message])
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert conn.execute(select(INBOX_EVENTS.c.queued_at)).scalar_one() == at
+        assert conn.execute(select(OUTBOX.c.queued_at)).scalar_one() == at
 
 
 def test_a_scratch_schema_is_dropped_even_past_a_leaked_transaction() -> None:

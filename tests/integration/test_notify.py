@@ -16,6 +16,8 @@ from standardwebhooks import Webhook
 
 from reconciler.config import Settings
 from reconciler.notify.dispatch import dispatch
+from reconciler.reconcile.run import Reconciler
+from reconciler.reconcile.sweep import reconcile_one
 from reconciler.schedule import build_scheduler, reconcile_all
 from reconciler.storage.models import (
     INBOX_EVENTS,
@@ -182,6 +184,38 @@ def test_a_run_with_new_discrepancies_is_told_once_to_each_kind_of_target(
             "ops-mail": {},
         }
         assert len(sink.received) == 2 and len(mailbox.messages) == 1
+
+
+def test_the_first_run_of_a_fresh_install_and_of_a_new_target_is_told(
+    scenario: Scenario,
+) -> None:
+    """No pass of ``hookledger notify`` before: the scheduler's first run (and the CLI's, which
+    shares ``reconcile_one``) records the targets before it runs, so its own findings are told."""
+    with http_sink() as (sink, server):
+        first = with_targets(scenario.settings, webhook_target(f"{server.url}/hook"))
+        [summary] = reconcile_all(Reconciler(scenario.engine, first), first)
+        assert summary.status == "succeeded" and summary.found
+        [told] = [json.loads(b) for b in sink.bodies("/hook")]
+        assert (told["type"], told["data"]["run_id"]) == (
+            "hookledger.discrepancies",
+            summary.run_id,
+        )
+
+        # a target added to the configuration before the next run is told about that run
+        # one more discrepancy for the rerun to find: an event at the source the inbox never got
+        newest = scenario.world.stripe_events[-1]
+        scenario.world.stripe_events.append({**newest, "id": "evt_never_delivered"})
+        scenario.sandbox._stripe_cache = None
+        later = with_targets(
+            scenario.settings,
+            webhook_target(f"{server.url}/hook"),
+            webhook_target(f"{server.url}/later", name="later"),
+        )
+        rerun = reconcile_one(Reconciler(scenario.engine, later), "stripe", trigger="cli")
+        assert rerun.status == "succeeded" and rerun.found, rerun.to_json()
+        dispatch(scenario.engine, later)
+        [news] = [json.loads(b) for b in sink.bodies("/later")]
+        assert news["data"]["run_id"] == rerun.run_id
 
 
 def test_a_target_that_cannot_be_told_never_fails_the_run_and_is_retried(

@@ -298,7 +298,9 @@ def test_retry_after_and_backoff_set_the_next_attempt(
     clock = FakeClock(datetime(2026, 12, 1, 12, 0, tzinfo=UTC))
     with engine.begin() as conn:
         add_message(conn, "crm", {}, key="k")
-        conn.execute(update(OUTBOX).values(next_attempt_at=clock(), created_at=clock()))
+        conn.execute(
+            update(OUTBOX).values(next_attempt_at=clock(), created_at=clock(), queued_at=clock())
+        )
     settings = settings_for(db_url, server.url)
     with make_client() as client:
         publisher = Publisher(engine, settings, client, clock=clock)
@@ -314,7 +316,7 @@ def test_a_message_to_an_unconfigured_target_waits_and_is_reported(
     old = datetime.now(UTC) - timedelta(hours=2)
     with engine.begin() as conn:
         add_message(conn, "gone", {}, key="k-gone")
-        conn.execute(update(OUTBOX).values(created_at=old))
+        conn.execute(update(OUTBOX).values(created_at=old, queued_at=old))
     settings = settings_for(db_url, server.url)
     with make_client() as client:
         assert Publisher(engine, settings, client).drain() == 0
@@ -435,6 +437,7 @@ def test_reconciliation_reports_stuck_and_dead_then_resolves_after_a_replay(
                 .where(OUTBOX.c.key == "old")
                 .values(
                     created_at=datetime.now(UTC) - timedelta(hours=2),
+                    queued_at=datetime.now(UTC) - timedelta(hours=2),
                     next_attempt_at=datetime.now(UTC) + timedelta(days=1),
                 )
             )

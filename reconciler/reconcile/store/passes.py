@@ -227,7 +227,7 @@ class ClosingPasses(ScanStore):
     def stuck_and_dead(self, stuck_after: timedelta) -> tuple[int, int]:
         stuck = self._insert_from(
             DiscrepancyKind.STUCK,
-            and_(events.c.status.in_(UNPROCESSED), events.c.received_at < self.now - stuck_after),
+            and_(events.c.status.in_(UNPROCESSED), events.c.queued_at < self.now - stuck_after),
             None,
         )
         dead = self._insert_from(
