@@ -12,10 +12,16 @@ all of them (``initial_lookback_hours``: the whole span). Arms, each a fresh pro
   same window, sequential as every SDK pages: what a checker built on it waits for. The sliced arm
   runs at that size too, in the same rounds, for the paired ratio.
 
+With ``--defaults`` (issue 34) the sliced arm runs at the provider's default budget (no
+``max_requests_per_second`` or ``max_concurrency`` configured) and its baseline ``burst1s`` is the same
+run with a token bucket that saves up a second's worth of requests (the budget's former default), both
+against the sandbox's limiter: at most ``--rate-limit`` calls in any sliding second, as Stripe counts.
+
 The database (SQLite, or PostgreSQL with ``--postgres``) is populated with latency and limit off.
 
     python bench/ratelimit.py --sizes 100000 1000000 --rounds 3
     python bench/ratelimit.py --sizes 1000 --rounds 1 --sdk-size 1000     # a smoke run (CI)
+    python bench/ratelimit.py --defaults --rate-limit 25 --sizes 10000 --sdk-size 0 --rounds 3
 """
 
 from __future__ import annotations
@@ -58,6 +64,10 @@ def run_child(arm: str, db: str, sandbox: str, env: dict[str, str]) -> dict[str,
 
     if arm == "sdk":
         argv = [PYTHON, __file__, "--arm", "sdk", "--sandbox", sandbox]
+    elif arm == "burst1s":
+        argv = [PYTHON, str(ROOT / "bench" / "reconcile.py"), "--arm", "sliced"]
+        argv += ["--db", db, "--sandbox", sandbox]
+        env = {**env, "BENCH_BURST": "1"}
     else:
         argv = [PYTHON, str(ROOT / "bench" / "reconcile.py"), "--arm", "sliced"]
         argv += ["--db", db, "--sandbox", sandbox]
@@ -92,6 +102,11 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=29.0, help="(Stripe lists 30 days)")
     parser.add_argument("--sdk-size", type=int, default=20_000, help="0: no SDK arm")
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL instead of SQLite")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="the provider's default budget, against a baseline that saves up a second's worth",
+    )
     parser.add_argument("--arm", help=argparse.SUPPRESS)
     parser.add_argument("--sandbox", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -101,7 +116,7 @@ def main() -> None:
         return
     env = {
         "BENCH_HOURS": str(math.ceil(hours)),
-        "BENCH_RATE": str(args.rate_limit),
+        "BENCH_RATE": "default" if args.defaults else str(args.rate_limit),
         "BENCH_CONCURRENCY": str(args.concurrency),
     }
     sizes = sorted(set(args.sizes + ([args.sdk_size] if args.sdk_size else [])))
@@ -118,6 +133,8 @@ def main() -> None:
             withheld = populate(db, url, hours=hours)
             faults(url, latency_ms=args.latency_ms, rate_limit=args.rate_limit)
             arms = ["sliced"] + (["sdk"] if n == args.sdk_size else [])
+            if args.defaults:
+                arms.append("burst1s")
             results: dict[str, list[dict[str, Any]]] = {a: [] for a in arms}
             for r in range(args.rounds):
                 for arm in arms if r % 2 == 0 else arms[::-1]:
@@ -136,8 +153,9 @@ def main() -> None:
                     ),
                     flush=True,
                 )
-            if {x["count"] for x in results["sliced"]} != {withheld}:
-                raise SystemExit(f"the sliced arm did not find the {withheld} withheld events")
+            for arm in ("sliced", "burst1s"):
+                if arm in results and {x["count"] for x in results[arm]} != {withheld}:
+                    raise SystemExit(f"the {arm} arm did not find the {withheld} withheld events")
             if "sdk" in results and {x["count"] for x in results["sdk"]} != {n}:
                 raise SystemExit(f"the SDK arm did not list {n} events")
             pages = math.ceil(n / 100)
@@ -152,6 +170,16 @@ def main() -> None:
                 "calls": median([x["calls"] for x in sliced]),
                 "mb": max(x["maxrss_mb"] for x in sliced),
             }
+            if "burst1s" in results:
+                base = results["burst1s"]
+                row["base_throttled"] = [x["throttled"] / max(1, x["calls"]) for x in base]
+                row["base_ratio"] = [
+                    x["process_seconds"] / b["process_seconds"]
+                    for x, b in zip(sliced, base, strict=True)
+                ]
+                row["cpu_ratio"] = [
+                    x["cpu_seconds"] / b["cpu_seconds"] for x, b in zip(sliced, base, strict=True)
+                ]
             if "sdk" in results:
                 row["sdk_s"] = median([x["seconds"] for x in results["sdk"]])
                 row["sdk_ratio"] = [
@@ -178,6 +206,11 @@ def report(table: list[dict[str, Any]], args: argparse.Namespace) -> None:
         f"{'calls':>7} {'MB':>6} {'sdk s':>8} {'sdk ÷ sliced':>20}"
     )
     for row in table:
+        if "base_throttled" in row:
+            print(
+                f"{'':>9} baseline burst1s: 429 share {spread(row['base_throttled'])}; sliced ÷ "
+                f"burst1s wall {spread(row['base_ratio'])}, CPU {spread(row['cpu_ratio'])}"
+            )
         sdk = (
             f"{row['sdk_s']:>8.1f} {spread(row['sdk_ratio']):>20}"
             if "sdk_s" in row

@@ -1,7 +1,7 @@
 """A source's request budget: how fast and how many at once every request of one source may go.
 
-A token bucket (``rate`` requests a second, ``burst`` at most saved up) and a cap on requests in
-flight, shared by all of a connector's requests: a scan's slices, its look-ups of current state,
+A token bucket (``rate`` requests a second, ``burst`` at most saved up: one request unless a provider
+says its limiter allows bursts) and a cap on requests in flight, shared by all of a connector's requests: a scan's slices, its look-ups of current state,
 its per-record requests. The rate follows the provider with AIMD, the rule TCP uses to share a link:
 each request that goes through adds ``rate_step`` (up to the configured ``ceiling``), each one the
 provider refuses (429, GitHub's 403 with ``x-ratelimit-remaining: 0``, Shopify's THROTTLED) halves
@@ -47,7 +47,9 @@ class BudgetSettings:
 
     rate: float | None
     concurrency: int
-    burst: float | None = None  # tokens the bucket can save (default: one second's worth)
+    # tokens the bucket can save (default one): a provider counting requests in any sliding second
+    # (Stripe) refuses what a saved second's worth plus the next second's rate would send in one
+    burst: float | None = None
 
     def __post_init__(self) -> None:
         if self.rate is not None and self.rate <= 0:
@@ -91,7 +93,7 @@ class RequestBudget:
         self.settings = settings
         self.ceiling = settings.rate  # None: unlimited until the provider says otherwise
         self.rate = settings.rate
-        self.burst = settings.burst if settings.burst is not None else max(1.0, settings.rate or 1)
+        self.burst = settings.burst if settings.burst is not None else 1.0
         # additive increase: back to the ceiling from half of it in about ten seconds of traffic
         self.rate_step = rate_step if rate_step is not None else max(0.05, (self.rate or 10) / 200)
         self._clock, self._wall, self._sleep = clock, wall, sleep

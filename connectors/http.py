@@ -49,10 +49,20 @@ USER_AGENT = "hookledger-connector"
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How one request is retried: ``max_attempts`` transient failures (5xx, a transport error, an
+    answer that is not JSON, a bare 429), and refusals for the rate that say when to come back for
+    as long as the waits add up to no more than ``max_total_wait`` (a run's ``[reconcile]
+    max_wait_seconds``)."""
+
     max_attempts: int = 6
     base_delay: float = 0.5
     max_delay: float = 30.0
-    max_total_wait: float = 120.0  # the retry budget of one request
+    max_total_wait: float = 300.0
+
+
+# sends of one request at most, whatever the waits: a provider answering 429 with ``Retry-After: 0``
+# for ever must still end the run
+MAX_SENDS = 200
 
 
 def redact_url(url: str | httpx.URL) -> str:
@@ -75,6 +85,12 @@ def retry_after_seconds(response: httpx.Response, now: float) -> float | None:
         if reset and reset.isdigit():
             return max(0.0, int(reset) - now) + 1.0
     return None
+
+
+def provider_paced(response: httpx.Response, asked: float | None) -> bool:
+    """A refusal for the rate in which the provider says to come back (when, or just that it
+    should): waited out within the run's patience, not counted as a failed attempt."""
+    return asked is not None or response.headers.get("stripe-should-retry") == "true"
 
 
 def is_rate_limited(response: httpx.Response) -> bool:
@@ -153,45 +169,89 @@ class ProviderClient:
         expected: tuple[int, ...] = (200,),
     ) -> httpx.Response:
         """Send with retries; return a response whose status is in ``expected``."""
+        return self._send(method, url, params, json, permission, expected, decode=False)[1]
+
+    def get_json(
+        self, url: str, *, params: Any = None, permission: str = ""
+    ) -> tuple[Any, httpx.Response]:
+        return self._send("GET", url, params, None, permission, (200,), decode=True)
+
+    def post_json(self, url: str, body: Any, *, permission: str = "") -> tuple[Any, httpx.Response]:
+        """A read made as a POST (a GraphQL query): the JSON answer and the response."""
+        return self._send("POST", url, None, body, permission, (200,), decode=True)
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        params: Any,
+        json: Any,
+        permission: str,
+        expected: tuple[int, ...],
+        *,
+        decode: bool,
+    ) -> tuple[Any, httpx.Response]:
+        """The retry loop. Transient failures (a transport error, 408/5xx, a bare 429, and with
+        ``decode`` an answer that is not JSON: a proxy's HTML page, a body cut short) take one of
+        ``max_attempts``; a refusal for the rate that says when to come back (``Retry-After``,
+        GitHub's reset, ``Stripe-Should-Retry: true``) takes none. Both stop when the next wait
+        would pass ``max_total_wait``."""
         waited = 0.0
         last: str = ""
+        malformed: str | None = None
+        failures = 0
         target, params = with_query(url, params)
-        for attempt in range(1, self.policy.max_attempts + 1):
+        sends = 0
+        while sends < MAX_SENDS:
+            sends += 1
             try:
                 with self.budget.slot():
                     response = self._client.request(method, target, params=params, json=json)
                 self.requests_made += 1
             except self._httpx.TransportError as exc:
-                last = f"{exc.__class__.__name__}: {exc}"
-                delay = self._backoff(attempt)
+                last, malformed = f"{exc.__class__.__name__}: {exc}", None
+                failures += 1
+                delay = self._backoff(failures)
             else:
                 if response.status_code in expected:
                     self.budget.succeeded(response.headers)
-                    return response
-                target = redact_url(response.request.url)
-                if is_rate_limited(response):
-                    last = f"HTTP {response.status_code} (rate limited)"
-                    asked = retry_after_seconds(response, time.time())
-                    self.budget.throttled(asked)
-                    delay = asked or self._backoff(attempt)
-                elif transient_status(response.status_code):
-                    last = f"HTTP {response.status_code}"
-                    delay = self._backoff(attempt)
-                elif response.status_code in (401, 403):
-                    raise AuthError(self._auth_message(response, target, permission))
-                elif response.status_code == 404:
-                    raise NotFoundError(
-                        f"source '{self.source}': {method} {target} answered 404: {_snippet(response)}"
-                    )
+                    if not decode:
+                        return None, response
+                    try:
+                        return decode_json(response.content), response
+                    except (UnicodeDecodeError, ValueError):
+                        last = malformed = self._not_json(response)
+                        failures += 1
+                        delay = self._backoff(failures)
                 else:
-                    raise ConnectorError(
-                        f"source '{self.source}': {method} {target} answered HTTP {response.status_code}: {_snippet(response)}"
-                    )
-                if response.headers.get("stripe-should-retry") == "false":
-                    raise UnavailableError(
-                        f"source '{self.source}': {method} {target}: {last}, and Stripe-Should-Retry is false"
-                    )
-            if attempt == self.policy.max_attempts or waited + delay > self.policy.max_total_wait:
+                    malformed = None
+                    target = redact_url(response.request.url)
+                    if is_rate_limited(response):
+                        last = f"HTTP {response.status_code} (rate limited)"
+                        asked = retry_after_seconds(response, time.time())
+                        self.budget.throttled(asked)
+                        if not provider_paced(response, asked):
+                            failures += 1
+                        delay = asked or self._backoff(max(1, failures))
+                    elif transient_status(response.status_code):
+                        last = f"HTTP {response.status_code}"
+                        failures += 1
+                        delay = self._backoff(failures)
+                    elif response.status_code in (401, 403):
+                        raise AuthError(self._auth_message(response, target, permission))
+                    elif response.status_code == 404:
+                        raise NotFoundError(
+                            f"source '{self.source}': {method} {target} answered 404: {_snippet(response)}"
+                        )
+                    else:
+                        raise ConnectorError(
+                            f"source '{self.source}': {method} {target} answered HTTP {response.status_code}: {_snippet(response)}"
+                        )
+                    if response.headers.get("stripe-should-retry") == "false":
+                        raise UnavailableError(
+                            f"source '{self.source}': {method} {target}: {last}, and Stripe-Should-Retry is false"
+                        )
+            if failures >= self.policy.max_attempts or waited + delay > self.policy.max_total_wait:
                 break
             log.info(
                 "retrying %s %s in %.1fs after %s",
@@ -203,28 +263,20 @@ class ProviderClient:
             )
             self._sleep(delay)
             waited += delay
+        if malformed is not None:
+            raise MalformedResponseError(
+                f"{malformed} (after {sends} attempt(s) and {waited:.1f}s of waiting)"
+            )
         raise UnavailableError(
-            f"source '{self.source}': {method} {redact_url(url)} failed after {attempt} attempt(s) and "
+            f"source '{self.source}': {method} {redact_url(url)} failed after {sends} attempt(s) and "
             f"{waited:.1f}s of waiting; last error: {last}"
         )
 
-    def get_json(
-        self, url: str, *, params: Any = None, permission: str = ""
-    ) -> tuple[Any, httpx.Response]:
-        return self._decoded(self.request("GET", url, params=params, permission=permission))
-
-    def post_json(self, url: str, body: Any, *, permission: str = "") -> tuple[Any, httpx.Response]:
-        """A read made as a POST (a GraphQL query): the JSON answer and the response."""
-        return self._decoded(self.request("POST", url, json=body, permission=permission))
-
-    def _decoded(self, response: httpx.Response) -> tuple[Any, httpx.Response]:
-        try:
-            return decode_json(response.content), response
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise MalformedResponseError(
-                f"source '{self.source}': {response.request.method} {redact_url(response.request.url)} did not return JSON "
-                f"({response.headers.get('content-type', 'no content type')}): {_snippet(response)}"
-            ) from None
+    def _not_json(self, response: httpx.Response) -> str:
+        return (
+            f"source '{self.source}': {response.request.method} {redact_url(response.request.url)} did not return JSON "
+            f"({response.headers.get('content-type', 'no content type')}): {_snippet(response)}"
+        )
 
     def _backoff(self, attempt: int) -> float:
         return full_jitter(attempt, self.policy.base_delay, self.policy.max_delay, self._rng)

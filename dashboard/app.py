@@ -29,5 +29,6 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 context.sidebar()
+context.sign_in_banner()
 context.show_flash()
 page.run()

@@ -16,7 +16,6 @@ import streamlit as st
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from reconciler.audit import default_actor
 from reconciler.config import Settings, load_config
 from reconciler.errors import HookledgerError
 from reconciler.ops.identity import Identity, require_operator, resolve_identity
@@ -71,7 +70,8 @@ def identity() -> Identity:
     if cfg.auth.enabled:
         info = st.user.to_dict()  # empty when nobody signed in (or sign-in is not configured)
         user = info if info.get("is_logged_in") else None
-    return resolve_identity(cfg, user, default_actor())
+    address = st.context.ip_address  # None on the same machine (and outside a browser session)
+    return resolve_identity(cfg, user, address if isinstance(address, str) else None)
 
 
 def now() -> datetime:
@@ -176,27 +176,34 @@ def act(fn: Callable[[str], str]) -> ActionResult:
         return ActionResult(False, str(exc))
     except SQLAlchemyError as exc:
         return ActionResult(False, f"the database refused the action: {exc}")
-    st.cache_data.clear()  # every page shows the new state at once
+    finally:
+        # every page shows the new state at once, a failed action's too (a failed run is recorded)
+        st.cache_data.clear()
     return ActionResult(True, message)
 
 
 def act_and_refresh(fn: Callable[[str], str]) -> None:
-    """Run an action; on success rerun the page at once so it shows the new state (the message is
-    shown at the top of the next run); on refusal show why, here."""
+    """Run an action, then rerun the page at once so it shows what the action left, whether it
+    succeeded or failed (its message is shown at the top of the next run). A refusal before
+    anything was done (a read-only user) is shown here."""
     result = act(fn)
-    if result.ok:
-        st.session_state["flash"] = result.message
-        if "_submitted_form" in st.session_state:
-            st.session_state["_clear_form"] = st.session_state.pop("_submitted_form")
-        st.rerun()
-    show_result(result)
+    flash(result)
+    if result.ok and "_submitted_form" in st.session_state:
+        st.session_state["_clear_form"] = st.session_state.pop("_submitted_form")
+    st.rerun()
+
+
+def flash(result: ActionResult) -> None:
+    """Show ``result`` at the top of the next run."""
+    st.session_state["flash"] = (result.ok, result.message)
 
 
 def show_flash() -> None:
     """The message of the action that led to this run, once."""
-    message = st.session_state.pop("flash", None)
-    if message:
-        st.success(message)
+    shown = st.session_state.pop("flash", None)
+    if shown:
+        ok, message = shown
+        (st.success if ok else st.error)(message)
 
 
 def tz() -> tzinfo:
@@ -249,6 +256,16 @@ def sidebar() -> None:
         key="local_time",
         help="Show times in this browser's time zone instead of UTC.",
     )
+
+
+def sign_in_banner() -> None:
+    """With sign-in off, say so on every page: anyone who reaches the port can act."""
+    if not settings().dashboard.auth.enabled:
+        st.warning(
+            "Sign-in is off: everyone who reaches this port can act. Actions are audited as "
+            f"`{identity().name}`; turn on `[dashboard.auth]` to know who acted.",
+            icon=":material/lock_open:",
+        )
 
 
 def actor_caption() -> None:

@@ -64,6 +64,11 @@ class ReceiverSettings(_Table):
     # where providers reach the receiver (behind a proxy, say): `hookledger doctor` checks that its
     # /healthz answers there
     public_url: str | None = Field(default=None, pattern=r"^https?://[^\s?#]+$")
+    # a body not received in full within this long is answered 408: a half-sent body cannot hold a
+    # request open for ever
+    body_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    # webhook requests at once; beyond, 503 with Retry-After (health checks and metrics still answer)
+    limit_concurrency: int = Field(default=256, ge=1, le=100_000)
 
 
 class WorkerSettings(_Table):
@@ -80,6 +85,8 @@ class WorkerSettings(_Table):
     # GET /metrics of the worker process (handler durations, outcomes): off unless a port is set
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     metrics_host: str = "127.0.0.1"
+    # SQLite: a handler holding the write lock longer than this is warned about, once per handler
+    sqlite_lock_warn_seconds: float = Field(default=2.0, gt=0)
 
     @field_validator("handlers", mode="before")
     @classmethod
@@ -97,6 +104,9 @@ class ReconcileSettings(_Table):
     schedule: str = DEFAULT_SCHEDULE
     misfire_grace_seconds: int = Field(default=3600, ge=1)
     snapshot_interval_seconds: int = Field(default=60, ge=5)
+    # how long one request of a run keeps waiting out 429s and retrying 5xx, a proxy's HTML page or
+    # a body cut short before the run fails (its cursor kept)
+    max_wait_seconds: float = Field(default=300.0, ge=1, le=86_400)
 
     @field_validator("timezone")
     @classmethod

@@ -3,13 +3,25 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from reconciler.config import Settings
 
 APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
+
+
+DASHBOARD_PACKAGES = ("streamlit", "pandas", "plotly")
+
+
+def missing_dashboard_packages(find_spec: Callable[[str], Any] | None = None) -> list[str]:
+    """The dashboard's packages this environment lacks (found without importing them)."""
+    find = find_spec or importlib.util.find_spec
+    return [name for name in DASHBOARD_PACKAGES if find(name) is None]
 
 
 def _toml_str(value: str) -> str:

@@ -120,14 +120,17 @@ class RepeatFilter(logging.Filter):
 
 
 def _json_formatter() -> logging.Formatter:
+    from pythonjsonlogger.core import RESERVED_ATTRS
     from pythonjsonlogger.json import JsonFormatter
 
-    # every attribute a record carries beyond the standard ones (the extra= fields) is a key
+    # every attribute a record carries beyond the standard ones (the extra= fields) is a key, but
+    # uvicorn's ``color_message``: the message again with ANSI colour codes, noise in a log store
     return JsonFormatter(
         "%(levelname)s %(name)s %(message)s",
         rename_fields={"levelname": "level", "name": "logger"},
         timestamp="time",
         json_ensure_ascii=False,
+        reserved_attrs=[*RESERVED_ATTRS, "color_message"],
     )
 
 

@@ -3,15 +3,17 @@ resolved from the environment, and the connector built from it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from connectors.base import Connector
 from connectors.budget import BudgetSettings
+from connectors.http import RetryPolicy
 from connectors.options import SourceOptions
 from connectors.registry import build_connector as build_from_options
 from connectors.registry import provider
-from reconciler.config import SourceSettings
+from reconciler.config import Settings, SourceSettings
 
 _COMMON = (
     "name",
@@ -23,7 +25,7 @@ _COMMON = (
     "page_size",
 )
 
-__all__ = ["budget_of", "build_connector", "options_of", "provider"]
+__all__ = ["budget_of", "build_connector", "options_of", "provider", "run_connector_factory"]
 
 
 def budget_of(source: SourceSettings) -> BudgetSettings:
@@ -59,3 +61,10 @@ def build_connector(
     """The connector of a configured source (``client``: the HTTP client's transport, retry
     policy, sleep, rng and timeout, for tests)."""
     return build_from_options(options_of(source, environ), **client)
+
+
+def run_connector_factory(settings: Settings) -> Callable[[SourceSettings], Connector]:
+    """How a run builds a source's connector: each request retried within ``[reconcile]
+    max_wait_seconds``."""
+    policy = RetryPolicy(max_total_wait=settings.reconcile.max_wait_seconds)
+    return functools.partial(build_connector, policy=policy)

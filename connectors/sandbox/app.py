@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from connectors.sandbox.common import CallBucket, Faults, Keys, Stats
+from connectors.sandbox.common import CallWindow, Faults, Keys, Stats
 from connectors.sandbox.github_api import GITHUB_RETENTION, GitHubApi
 from connectors.sandbox.shopify_graphql import POINTS, RESTORE_RATE, ShopifyGraphQLApi
 from connectors.sandbox.stripe_api import StripeApi
@@ -91,7 +91,7 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi):
         )
         self.shopify_points = shopify_points  # GraphQL's cost bucket: maximum, restored a second
         self._lock = threading.Lock()
-        self._calls: CallBucket | None = None
+        self._calls: CallWindow | None = None
         self._bucket: list[float] = []  # Shopify call times, for the call-limit header
         self._stripe_cache: tuple[int, list[dict[str, Any]], dict[str, int], list[int]] | None = (
             None
@@ -168,7 +168,14 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi):
             return throttled(route, wait)
         if f.slow_ms:
             await asyncio.sleep(f.slow_ms / 1000)
-        if f.malformed_call == n:
+        if (
+            f.malformed_call is not None
+            and f.malformed_call <= n < f.malformed_call + f.malformed_len
+        ):
+            if f.malformed_body == "cut":
+                return Response(
+                    b'{"object": "list", "data": [{"id": "evt_', 200, media_type="application/json"
+                )
             return PlainTextResponse(
                 "<html><body>502 Bad Gateway (proxy)</body></html>",
                 status_code=200,
@@ -190,6 +197,7 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi):
             return JSONResponse(
                 {"error": {"type": "api_error", "message": "Service unavailable"}},
                 status_code=f.error_status,
+                headers={"Retry-After": f"{f.retry_after:g}"} if f.error_status == 429 else None,
             )
         return None
 
@@ -200,7 +208,7 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi):
             return 0.0
         now = time.monotonic()
         if self._calls is None or self._calls.rate != rate:
-            self._calls = CallBucket(rate, now)
+            self._calls = CallWindow(rate)
         return self._calls.admit(now)
 
     async def set_faults(self, request: Request) -> Response:

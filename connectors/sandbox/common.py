@@ -4,6 +4,7 @@ provider's routes read (``SandboxState``)."""
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import threading
 from collections.abc import Awaitable, Callable
@@ -38,7 +39,9 @@ class Faults:
     error_burst_len: int = 0
     error_status: int = 503
     slow_ms: int = 0
-    malformed_call: int | None = None  # that API call answers a page that is not JSON
+    malformed_call: int | None = None  # that API call answers a page that is not JSON ...
+    malformed_len: int = 1  # ... and the calls after it, this many in all
+    malformed_body: str = "html"  # a proxy's HTML error page, or "cut": JSON cut off mid-body
     latency_ms: float = 0.0  # every API call answers after this long (a real provider's ~300 ms)
     jitter: float = 0.2  # ... give or take this fraction of it
     rate_limit: float | None = None  # API calls a second; beyond, 429 with the provider's signals
@@ -51,21 +54,23 @@ class Stats:
     throttled: int = 0  # calls refused by ``rate_limit`` (429)
 
 
-class CallBucket:
-    """The sandbox's own rate limit: a token bucket of ``rate`` a second holding one second's
-    worth, as providers allow short bursts (Stripe's limiter is a token bucket)."""
+class CallWindow:
+    """The sandbox's own rate limit: at most ``rate`` calls in any sliding second, counted on
+    arrival (Stripe's sandbox allows 25 requests a second: https://docs.stripe.com/rate-limits).
+    So a client that saves up a second's worth of calls and then keeps its pace is refused."""
 
-    def __init__(self, rate: float, now: float) -> None:
-        self.rate, self.tokens, self.at = rate, rate, now
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.admitted: collections.deque[float] = collections.deque()
 
     def admit(self, now: float) -> float:
-        """0 when the call may go, else the seconds until a token is back."""
-        self.tokens = min(self.rate, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
+        """0 when the call may go, else the seconds until the oldest call in the window leaves."""
+        while self.admitted and self.admitted[0] <= now - 1.0:
+            self.admitted.popleft()
+        if len(self.admitted) < max(1, int(self.rate)):
+            self.admitted.append(now)
             return 0.0
-        return (1.0 - self.tokens) / self.rate
+        return max(1e-3, self.admitted[0] + 1.0 - now)
 
 
 def b64(data: dict[str, Any]) -> str:

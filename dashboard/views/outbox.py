@@ -1,5 +1,6 @@
-"""Outbox: outgoing messages per target: pending now, over time, each message's attempts; replay the
-dead ones with their keys; check the outbox for stuck and dead messages now."""
+"""Outbox: outgoing messages per target: pending now, over time, each message's attempts (its
+permalink: ``/outbox?message=ID``) and its own retry; replay chosen dead ones with their keys; check
+the outbox for stuck and dead messages now."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ if not names:
     )
     st.stop()
 urlstate.seed_many("ob_targets", "target", names, names)
+urlstate.seed("ob_open", "message", None, parse=urlstate.parse_id)
 urlstate.seed_many("ob_status", "status", [], [s.value for s in OutboxStatus])
 selected = right.multiselect("Targets", names, key="ob_targets")
 st.caption(
@@ -98,9 +100,6 @@ st.plotly_chart(age_fig, key="ob_chart_age")
 st.subheader("Messages")
 f1, f2 = st.columns([3, 1])
 statuses = f1.multiselect("Status", [s.value for s in OutboxStatus], key="ob_status")
-urlstate.publish(
-    {**range_params, "target": [] if selected == names else selected, "status": statuses}
-)
 if "ob_before" not in st.session_state:
     st.session_state["ob_before"] = []  # the pages' keyset positions, newest page first
 before = st.session_state["ob_before"][-1] if st.session_state["ob_before"] else None
@@ -118,7 +117,13 @@ if len(rows) == PAGE and n2.button("Older", key="ob_older"):
 
 masker = Masker(cfg.dashboard.mask_fields)
 ids = [r["id"] for r in rows]
-picked = st.selectbox(
+
+
+def _open_picked() -> None:
+    st.session_state["ob_open"] = st.session_state["ob_pick"]
+
+
+st.selectbox(
     "Inspect",
     ids,
     format_func=lambda i: next(
@@ -126,10 +131,21 @@ picked = st.selectbox(
     ),
     index=None,
     key="ob_pick",
+    on_change=_open_picked,
 )
-if picked is not None:
+who = context.identity()
+opened: int | None = st.session_state["ob_open"]
+urlstate.publish(
+    {
+        **range_params,
+        "target": [] if selected == names else selected,
+        "status": statuses,
+        "message": opened,
+    }
+)
+if opened is not None:
     try:
-        detail = data.outbox_message(int(picked))
+        detail = data.outbox_message(int(opened))
     except NotFoundError as exc:
         st.error(str(exc))
     else:
@@ -147,8 +163,17 @@ if picked is not None:
         st.code(masker.mask_body(m["payload"]), language="json")
         with st.expander("Headers the writer gave"):
             st.json(masker.mask(m["headers"] or {}))
+        if m["status"] in (OutboxStatus.DEAD.value, OutboxStatus.FAILED.value) and who.can_act:
+            go_one, why_one, _ = context.confirmed_form(
+                "ob_one", f"Yes, send message #{m['id']} again with its key", "Retry this message"
+            )
+            if go_one:
+                engine = context.engine()
+                one = [int(m["id"])]
+                context.act_and_refresh(
+                    lambda a: outbox_ops.replay(engine, one, actor=a, reason=why_one)
+                )
 
-who = context.identity()
 if not who.can_act:
     st.caption("Read-only view: replay needs an operator sign-in.")
     st.stop()
@@ -161,11 +186,9 @@ if not dead:
     st.success("No dead message for the selected targets.")
 else:
     st.caption(f"{dead_total:,} dead messages (the newest {len(dead):,} can be chosen here).")
+    # nothing chosen until the operator chooses: retrying one must not replay them all
     chosen = st.multiselect(
-        "Replay these messages (same keys)",
-        [r["id"] for r in dead],
-        default=[r["id"] for r in dead],
-        key="ob_dead_pick",
+        "Replay these messages (same keys)", [r["id"] for r in dead], key="ob_dead_pick"
     )
     go, reason, _ = context.confirmed_form(
         "ob", f"Yes, replay {len(chosen)} messages with their keys", "Replay"

@@ -92,13 +92,15 @@ else:
                 actor = require_operator(context.identity())
                 summary = actions.reconcile_now(engine, settings, name, actor=actor, progress=hook)
             except HookledgerError as exc:
-                bar.empty()
-                st.error(f"{name}: {exc}")
+                result = context.ActionResult(False, f"{name}: {exc}")
             else:
                 found = ", ".join(f"{k} {v}" for k, v in sorted(summary.found.items())) or "none"
-                st.cache_data.clear()
-                st.session_state["flash"] = (
+                result = context.ActionResult(
+                    True,
                     f"{name}: {summary.status}; {summary.records_scanned:,} records scanned; "
-                    f"found: {found}; resolved {summary.resolved}"
+                    f"found: {found}; resolved {summary.resolved}",
                 )
-                st.rerun()  # the run table shows the run just made
+            # the run table shows the run just made, a failed one too (it is recorded)
+            st.cache_data.clear()
+            context.flash(result)
+            st.rerun()

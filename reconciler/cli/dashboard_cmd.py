@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.cli.common import Command, check_port
-from reconciler.dashboard_process import streamlit_argv, write_auth_secrets
+from reconciler.dashboard_process import (
+    missing_dashboard_packages,
+    streamlit_argv,
+    write_auth_secrets,
+)
+from reconciler.errors import HookledgerError
 
 
 def register(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -25,6 +30,12 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
+    missing = missing_dashboard_packages()
+    if missing:  # one line saying what to install, not the child's traceback
+        raise HookledgerError(
+            f"the dashboard needs {', '.join(missing)}, not installed here: "
+            "pip install 'hookledger[dashboard]'"
+        )
     with Command(args) as cmd:
         loaded = cmd.loaded
         cfg = loaded.settings.dashboard

@@ -347,8 +347,11 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
         configure_logging("WARNING")  # (its retries' lines would only repeat its verdicts)
         try:
             doctor: int = args.func(args)
+            sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
         except KeyboardInterrupt:
             return 130
+        except BrokenPipeError:  # ``hookledger doctor | head``
+            return EXIT_BROKEN_PIPE
         return doctor
     try:
         loaded = load(args)
@@ -361,6 +364,7 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
             )
         check_sources(loaded.settings, getattr(args, "source", None))
         result: int = args.func(args)
+        sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
         return result
     except HookledgerError as exc:
         print(f"hookledger: error: {exc}", file=sys.stderr)

@@ -291,7 +291,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             write_csv(conn, flt, sys.stdout)
         else:
             target = Path(args.output)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.parent.is_dir():  # a typo in a path must not become a new folder
+                raise HookledgerError(
+                    f"-o {args.output}: the folder {target.parent} does not exist"
+                )
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
@@ -348,14 +351,14 @@ def cmd_conflict(args: argparse.Namespace) -> int:
 
 def cmd_backfill(args: argparse.Namespace) -> int:
     from reconciler.reconcile.repair import backfill
-    from reconciler.sources import build_connector
+    from reconciler.sources import run_connector_factory
 
     with Command(args) as cmd:
         source = cmd.settings.source(args.source)
         if source is None:
             raise ConfigError(f"no source named '{args.source}' in the configuration")
         engine = cmd.engine
-        connector = build_connector(source)
+        connector = run_connector_factory(cmd.settings)(source)
         try:
             result = backfill(
                 engine,

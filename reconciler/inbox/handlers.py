@@ -167,6 +167,10 @@ class HandlerRegistry:
     def __len__(self) -> int:
         return len(self._handlers)
 
+    def sources(self) -> set[str]:
+        """The sources with at least one handler."""
+        return {source for source, _ in self._handlers}
+
 
 default_registry = HandlerRegistry()
 

@@ -382,6 +382,18 @@ class ReceiverMetrics:
             "table (over [receiver] unknown_source_log_per_minute for their client address)",
             registry=self.registry,
         )
+        self.busy = Counter(
+            "hookledger_receiver_busy",
+            "Webhook requests answered 503 with Retry-After: [receiver] limit_concurrency were in "
+            "progress",
+            registry=self.registry,
+        )
+        self.disconnected = Counter(
+            "hookledger_client_disconnects",
+            "Deliveries whose client went away before sending the whole body (nothing stored)",
+            ["source"],
+            registry=self.registry,
+        )
         self.registry.register(InboxCollector(engine, sources))
         self.registry.register(OutboxCollector(engine, targets))
         self.registry.register(ReconcileCollector(engine, sources))

@@ -21,7 +21,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import Engine, text
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -31,6 +32,7 @@ from reconciler.correlation import correlation_id
 from reconciler.errors import ConfigError, RejectedDelivery
 from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.committer import GroupCommitter
+from reconciler.inbox.edge import ConcurrencyLimit
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.schemes import SourceVerifier
@@ -85,6 +87,7 @@ def create_app(
 ) -> Starlette:
     verifiers = build_verifiers(settings) if verifiers is None else verifiers
     max_body = settings.receiver.max_body_bytes
+    body_timeout = settings.receiver.body_timeout_seconds
     committer = GroupCommitter(
         engine, writers=settings.receiver.writers, max_batch=settings.receiver.batch_max_size
     )
@@ -135,10 +138,19 @@ def create_app(
             record = RejectedRecord(name, 404, "unknown source", received_at, remote)
             return await _reject(record, known=False)
         try:
-            body = await _read_body(request)
+            async with asyncio.timeout(body_timeout):
+                body = await _read_body(request)
         except _TooLarge:
             reason = f"body larger than {max_body} bytes"
             return await _reject(RejectedRecord(name, 413, reason, received_at, remote))
+        except TimeoutError:
+            reason = f"body not received in full within {body_timeout:g} s"
+            return await _reject(RejectedRecord(name, 408, reason, received_at, remote))
+        except ClientDisconnect:
+            # nobody is left to answer, and nothing was stored: one line, not a traceback
+            log.info("client disconnected before sending the whole body", extra={"source": name})
+            metrics.disconnected.labels(name).inc()
+            return Response(status_code=400)
         headers = dict(request.headers)  # Starlette lower-cases header names
         try:
             parsed = verifier.verify(headers, body, now=clock())
@@ -216,4 +228,11 @@ def create_app(
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
+        middleware=[
+            Middleware(
+                ConcurrencyLimit,
+                limit=settings.receiver.limit_concurrency,
+                on_refused=metrics.busy.inc,
+            )
+        ],
     )

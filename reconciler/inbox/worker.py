@@ -27,11 +27,11 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from sqlalchemy import Connection, Engine, bindparam, insert, update
@@ -52,6 +52,7 @@ from reconciler.inbox.handlers import (
     verdict_of,
 )
 from reconciler.inbox.retry import backoff_delay, classify_exception
+from reconciler.inbox.write_lock import WriteLockWatch
 from reconciler.outbox.writer import Outbox, insert_message
 from reconciler.payment_text import mask_payment_text
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
     from reconciler.inbox.worker_metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
+
+MAX_IGNORED_KEYS = 1000  # (source, type) pairs counted for the ignored log line
 
 EVENTS = INBOX_EVENTS
 ATTEMPTS = PROCESSING_ATTEMPTS
@@ -125,7 +128,16 @@ class Worker:
         self.metrics = metrics  # shared by the workers of a process
         # SQLite: the handler's transaction takes the write lock at its first write (module doc).
         self._handler_engine = engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
+        self._locks = (
+            WriteLockWatch(
+                settings.worker.sqlite_lock_warn_seconds,
+                metrics.write_lock.observe if metrics is not None else None,
+            )
+            if engine.dialect.name == "sqlite"
+            else None
+        )
         self._expired: set[int] = set()  # claimed after their lease ran out
+        self._ignored: dict[tuple[str, str], int] = {}  # (source, type) -> events marked ignored
         self._started: dict[int, int] = {}  # event id -> attempts, its start already committed
         self._then: Event | None = None  # to start in the current event's outcome transaction
         self._then_attempts: int | None = None
@@ -223,6 +235,7 @@ class Worker:
                 with self._transaction() as conn:
                     self._finish(conn, event, EventStatus.IGNORED, started)
                 outcome = EventStatus.IGNORED
+                self._note_ignored(event)
         except _LeaseLost:
             log.warning("lease lost; another worker owns the event now", extra=extra)
             self.stats.add(None)
@@ -232,6 +245,23 @@ class Worker:
         log.debug("event %s", outcome.value, extra=extra)
         self.stats.add(outcome)
         return outcome
+
+    def _note_ignored(self, event: Event) -> None:
+        """An event nobody handles is marked ignored: said in the log the first time for its source
+        and type, then at 10, 100, 1000 and every 10,000 (hookledger_inbox_events counts them all)."""
+        key = (event.source, event.event_type or "")
+        seen = self._ignored.get(key, 0) + 1
+        if len(self._ignored) < MAX_IGNORED_KEYS or key in self._ignored:
+            self._ignored[key] = seen
+        if seen in (1, 10, 100, 1000) or seen % 10_000 == 0:
+            log.warning(
+                "%d %s event(s) of type '%s' marked ignored by this worker: no handler and no "
+                "forward_url for them (a handler module in [worker] handlers, or forward_url)",
+                seen,
+                event.source,
+                key[1],
+                extra={"source": event.source, "event_id": event.event_id},
+            )
 
     def _will_run(self, event: Event) -> bool:
         return not (event.id in self._expired and event.attempt >= self.cfg.max_attempts)
@@ -282,7 +312,11 @@ class Worker:
 
     def _apply(self, fn: Handler, event: Event, started: datetime) -> None:
         try:
-            with self._transaction(self._handler_engine) as conn:
+            with (
+                self._watch_lock(event.source, fn) as listen,
+                self._transaction(self._handler_engine) as conn,
+            ):
+                listen(conn)
                 fn(self._bound(event, conn), conn)
                 self._finish(conn, event, EventStatus.PROCESSED, started)
         except OperationalError as exc:
@@ -293,6 +327,12 @@ class Worker:
             with self._transaction() as conn:
                 fn(self._bound(event, conn), conn)
                 self._finish(conn, event, EventStatus.PROCESSED, started)
+
+    def _watch_lock(self, source: str, fn: Handler) -> Any:
+        """SQLite: time the handler transaction's hold on the write lock (reconciler.inbox.write_lock)."""
+        if self._locks is None:
+            return nullcontext(lambda conn: None)
+        return self._locks.watch(source, fn)
 
     def _verify_then_apply(
         self, fn: Handler, verify: Verify, event: Event, started: datetime

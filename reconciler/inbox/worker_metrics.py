@@ -28,6 +28,17 @@ class WorkerMetrics:
             registry=self.registry,
         )
 
+        self.write_lock = _WriteLock(
+            Histogram(
+                "hookledger_handler_write_lock_seconds",
+                "SQLite: how long a handler's transaction held the write lock (first write to "
+                "commit); the receiver cannot store deliveries meanwhile",
+                ["source"],
+                buckets=(0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30),
+                registry=self.registry,
+            )
+        )
+
     def observe(self, source: str, status: EventStatus | None, seconds: float) -> None:
         self.events.labels(source, status.value if status else "lease_lost").inc()
         self.seconds.labels(source).observe(seconds)
@@ -37,3 +48,11 @@ class WorkerMetrics:
         from prometheus_client import start_http_server
 
         start_http_server(port, addr=host, registry=self.registry)
+
+
+class _WriteLock:
+    def __init__(self, histogram: Histogram) -> None:
+        self.histogram = histogram
+
+    def observe(self, source: str, seconds: float) -> None:
+        self.histogram.labels(source).observe(seconds)

@@ -103,6 +103,7 @@ def diagnose(
         verdicts.append(Verdict("sources", "skip", "--offline: no provider asked"))
     else:
         verdicts += list(_sources(settings, connector_factory, environ))
+    verdicts += list(_handlers(settings))
     verdicts.append(_schedule(settings, now()))
     verdicts += list(_sign_in(settings, None if offline else (http_get or _Get())))
     verdicts.append(_receiver(settings, None if offline else (http_get or _Get())))
@@ -281,6 +282,47 @@ def _sources(
         yield Verdict(name, "pass", access.detail)
         for warning in access.warnings:
             yield Verdict(name, "warn", warning)
+
+
+def _handlers(settings: Settings) -> Iterator[Verdict]:
+    """What the worker will do with each source's events: its handler modules import, a source
+    with neither a handler nor a forward_url has its events marked ignored, and SQLite's one writer
+    is held by a handler from its first write to its commit."""
+    from reconciler.inbox.handlers import default_registry, load_handler_modules
+
+    modules = settings.worker.handlers
+    try:
+        load_handler_modules(modules)
+    except HookledgerError as exc:
+        yield Verdict("handlers", "fail", _one_line(str(exc)))
+        return
+    except Exception as exc:  # a handler module that raises on import: the worker would too
+        detail = f"[worker] handlers: importing them raised {exc.__class__.__name__}: {exc}"
+        yield Verdict("handlers", "fail", _one_line(detail))
+        return
+    handled = default_registry.sources()
+    for source in settings.sources:
+        if not source.enabled or source.name in handled:
+            continue
+        if source.forward_url or settings.worker.forward_url:
+            continue
+        yield Verdict(
+            f"handlers of '{source.name}'",
+            "warn",
+            "no handler and no forward_url: the worker marks its events ignored",
+        )
+    if modules and settings.database.url.startswith("sqlite"):
+        yield Verdict(
+            "handlers",
+            "warn",
+            "SQLite with handlers: a handler holds the one write lock from its first write to its "
+            "commit and the receiver waits meanwhile; write after any waiting, or use PostgreSQL "
+            "(the worker warns past [worker] sqlite_lock_warn_seconds)",
+        )
+    elif modules:
+        yield Verdict(
+            "handlers", "pass", f"{len(modules)} module(s) imported: {', '.join(modules)}"
+        )
 
 
 def _schedule(settings: Settings, now: datetime) -> Verdict:

@@ -1,6 +1,7 @@
 """Who is using the dashboard and whether they may act (pure).
 
-With sign-in off, everyone who can reach the dashboard is the configured operator (or the OS user).
+With sign-in off, everyone who can reach the dashboard may act, and nobody is known: actions are
+audited as ``anonymous@<client address>`` (a configured name would claim an identity nobody proved).
 With sign-in on, only a signed-in user listed in ``[dashboard.auth] operators`` may act (by an e-mail
 the provider verified, ``email_verified``, or by the OIDC subject ``sub``); everyone else gets a
 read-only view, and every action checks again on the server (:func:`require_operator`).
@@ -14,6 +15,7 @@ from typing import Any
 
 from reconciler.config import DashboardSettings
 from reconciler.errors import ActionRefusedError
+from reconciler.logs import escape_control
 
 
 @dataclass(frozen=True)
@@ -25,11 +27,14 @@ class Identity:
 
 
 def resolve_identity(
-    cfg: DashboardSettings, user: Mapping[str, Any] | None, fallback: str
+    cfg: DashboardSettings, user: Mapping[str, Any] | None, client_address: str | None
 ) -> Identity:
-    """``user`` is what the OIDC provider said (``st.user``), None when nobody is signed in."""
+    """``user`` is what the OIDC provider said (``st.user``), None when nobody is signed in;
+    ``client_address`` the browser's address as the dashboard saw it (None: the same machine, as
+    Streamlit reports a loopback address)."""
     if not cfg.auth.enabled:
-        return Identity(cfg.operator or fallback, can_act=True, signed_in=False, auth_enabled=False)
+        name = f"anonymous@{escape_control(client_address or '') or 'localhost'}"
+        return Identity(name, can_act=True, signed_in=False, auth_enabled=False)
     if not user or not user.get("is_logged_in", True):
         return Identity("anonymous", can_act=False, signed_in=False, auth_enabled=True)
     email = str(user.get("email") or "")

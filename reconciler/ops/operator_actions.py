@@ -24,7 +24,7 @@ from reconciler.reconcile.export import DiscrepancyFilter, count
 from reconciler.reconcile.progress import ProgressHook
 from reconciler.reconcile.run import RunSummary
 from reconciler.reconcile.sweep import reconcile_one, reconciler_for
-from reconciler.sources import build_connector
+from reconciler.sources import run_connector_factory
 from reconciler.storage.models import DiscrepancyStatus
 
 
@@ -135,7 +135,7 @@ def backfill_event(
     source = settings.source(source_name)
     if source is None:
         raise ConfigError(f"no source named '{source_name}' in the configuration")
-    connector = build_connector(source)
+    connector = run_connector_factory(settings)(source)
     try:
         result = repair.backfill(
             engine, source, connector, event_id, actor=actor, reason=why, redeliver=redeliver

@@ -90,14 +90,7 @@ def finish(conn: Connection, summary: RunSummary, owner: str, now: datetime) -> 
     }
     new = sum(new_by_kind.values())
     new_money = money_impact(conn, (summary.source,), new_in_run=summary.run_id) if new else []
-    summary.open_after = {
-        str(kind): int(n)
-        for kind, n in conn.execute(
-            select(d.c.kind, func.count())
-            .where(d.c.source == summary.source, d.c.status == DiscrepancyStatus.OPEN)
-            .group_by(d.c.kind)
-        )
-    }
+    summary.open_after = open_by_kind(conn, summary.source)
     conn.execute(
         update(runs)
         .where(runs.c.run_id == summary.run_id)
@@ -159,3 +152,16 @@ def _skipped(
     _insert(conn, summary, owner, trigger, now, RunStatus.SKIPPED)
     log.info("%s; skipped", why, extra={"source": summary.source})
     return False
+
+
+def open_by_kind(conn: Connection, source: str) -> dict[str, int]:
+    """The source's open discrepancies by kind, as they stand now."""
+    d = DISCREPANCIES
+    return {
+        str(kind): int(n)
+        for kind, n in conn.execute(
+            select(d.c.kind, func.count())
+            .where(d.c.source == source, d.c.status == DiscrepancyStatus.OPEN)
+            .group_by(d.c.kind)
+        )
+    }

@@ -40,7 +40,7 @@ from reconciler.reconcile.store import (
     open_store,
 )
 from reconciler.reconcile.summary import RunSummary
-from reconciler.sources import budget_of, build_connector
+from reconciler.sources import budget_of, run_connector_factory
 from reconciler.states import RunStatus
 from reconciler.storage.engine import database_error
 from reconciler.storage.types import utcnow
@@ -64,7 +64,7 @@ class Reconciler:
         settings: Settings,
         *,
         business_engine: Engine | None = None,
-        connector_factory: Callable[[SourceSettings], Connector] = build_connector,
+        connector_factory: Callable[[SourceSettings], Connector] | None = None,
         clock: Callable[[], datetime] = utcnow,
         owner: str | None = None,
     ) -> None:
@@ -72,7 +72,7 @@ class Reconciler:
         self.business_engine = business_engine or engine
         self.settings = settings
         self.cfg = settings.reconcile
-        self.connector_factory = connector_factory
+        self.connector_factory = connector_factory or run_connector_factory(settings)
         self.clock = clock
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -128,6 +128,10 @@ class Reconciler:
             finally:
                 if not dry_run:
                     self._finish(summary)
+                elif summary.status == RunStatus.SUCCEEDED.value:
+                    # nothing was written: what is open is what earlier runs left open
+                    with self.engine.connect() as conn:
+                        summary.open_after = history.open_by_kind(conn, source.name)
         return summary
 
     def _lease(self, source: str, ttl: timedelta, dry_run: bool) -> Any:

@@ -388,6 +388,40 @@ def test_export_to_a_reader_that_stops_early_ends_quietly(
         assert export.stderr.read() == b""
 
 
+def test_doctor_to_a_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
+    """``hookledger doctor | head``: the reader is gone before the verdicts are written; 141, no
+    traceback (issue 34: a traceback and exit 1)."""
+    from reconciler.cli.main import EXIT_BROKEN_PIPE
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[database]\nurl = "sqlite:///{tmp_path / "x.db"}"\n')
+    doctor = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli.main", "doctor", "--offline", "--config", str(cfg)],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert doctor.stdout is not None and doctor.stderr is not None
+    doctor.stdout.close()  # like `head` that has already stopped
+    with doctor.stderr:
+        assert doctor.wait(timeout=60) == EXIT_BROKEN_PIPE
+        assert doctor.stderr.read() == b""
+
+
+def test_export_to_a_folder_that_does_not_exist_is_refused_and_creates_nothing(
+    db_url: str, engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = str(write_config(tmp_path, db_url))
+    missing = tmp_path / "no" / "such"
+    assert main(["export", "--config", cfg, "-o", str(missing / "x.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"hookledger: error: -o {missing / 'x.csv'}: the folder {missing} does not exist"
+    ]
+    assert not (tmp_path / "no").exists()
+
+
 PLANTED = {
     "id": "ch_1",
     "object": "charge",

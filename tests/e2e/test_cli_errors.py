@@ -233,3 +233,23 @@ def test_a_sandbox_latency_or_rate_limit_out_of_range_is_one_line_and_exit_2(
     assert code == 2
     text = err.getvalue()
     assert "Traceback" not in text and flag in text.strip().splitlines()[-1]
+
+
+def test_the_dashboard_without_its_packages_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+
+    def without_plotly(name: str, *args: object) -> object:
+        return None if name == "plotly" else real(name)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_plotly)
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'[database]\nurl = "sqlite:///{tmp_path / "x.db"}"\n')
+    assert main(["dashboard", "--config", str(cfg)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "hookledger: error: the dashboard needs plotly, not installed here: "
+        "pip install 'hookledger[dashboard]'"
+    ]

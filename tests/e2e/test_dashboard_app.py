@@ -156,7 +156,11 @@ def test_discrepancy_detail_and_ignore_writes_the_audit_row(dash: Dash) -> None:
     _button(at, "Apply").click().run()
     assert [s.value for s in at.success] == [f"discrepancy {did} marked ignored"]
     assert _audit(dash.engine) == [
-        ("tester", "discrepancy.ignored", "known: billing migrates this invoice tonight")
+        (
+            "anonymous@localhost",
+            "discrepancy.ignored",
+            "known: billing migrates this invoice tonight",
+        )
     ]
     with dash.engine.connect() as conn:
         statuses = {str(s) for (s,) in conn.execute(select(DISCREPANCIES.c.status))}
@@ -175,9 +179,9 @@ def test_events_page_shows_the_timeline_masks_the_payload_and_replays(dash: Dash
     at.checkbox(key="e_confirm").check()
     _button(at, "Replay").click().run()
     assert at.success and "dead → pending" in at.success[0].value
-    assert _audit(dash.engine) == [("tester", "replay", "plan 'gold' added")]
+    assert _audit(dash.engine) == [("anonymous@localhost", "replay", "plan 'gold' added")]
     at.run()  # the cache was cleared: the timeline shows the audit entry
-    assert "replay by tester: plan 'gold' added" in list(at.table[0].value["summary"])
+    assert "replay by anonymous@localhost: plan 'gold' added" in list(at.table[0].value["summary"])
 
 
 def test_dead_letters_replay_a_selection(dash: Dash) -> None:
@@ -258,7 +262,7 @@ def test_reconcile_now_runs_with_a_progress_bar_and_is_audited(
                 )
             ).all()
         assert [tuple(r) for r in runs] == [("dashboard", 40)]
-        assert _audit(engine) == [("tester", "reconcile", None)]
+        assert _audit(engine) == [("anonymous@localhost", "reconcile", None)]
     finally:
         server.stop()
         engine.dispose()
@@ -422,7 +426,9 @@ def test_a_conflict_shows_both_bodies_masked_and_applies_the_later_one(dash: Das
         "stripe evt_conflict: pending → pending with the later delivery's body (same event id); "
         "2 conflicting fields resolved"
     ]
-    assert _audit(dash.engine) == [("tester", "conflict.apply_later", "the refund went through")]
+    assert _audit(dash.engine) == [
+        ("anonymous@localhost", "conflict.apply_later", "the refund went through")
+    ]
     with dash.engine.connect() as conn:
         stored = conn.execute(
             select(INBOX_EVENTS.c.body).where(INBOX_EVENTS.c.event_id == "evt_conflict")
@@ -494,9 +500,73 @@ def test_the_outbox_page_shows_targets_messages_and_replays_the_dead(dash: Dash)
         audit = conn.execute(
             select(AUDIT_LOG.c.action, AUDIT_LOG.c.actor, AUDIT_LOG.c.reason)
         ).all()
-    assert status == "pending" and ("outbox.replay", "tester", "crm fixed") in [
+    assert status == "pending" and ("outbox.replay", "anonymous@localhost", "crm fixed") in [
         tuple(a) for a in audit
     ]
+
+
+def test_the_outbox_preselects_nothing_and_a_message_permalink_retries_that_message_only(
+    dash: Dash,
+) -> None:
+    ids = _outbox(dash.engine)
+    with dash.engine.begin() as conn:  # a second dead message that must stay dead
+        add_message(conn, "crm", {"order": 3}, key="crm-dead-2")
+        conn.execute(update(OUTBOX).where(OUTBOX.c.key == "crm-dead-2").values(status="dead"))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("views/outbox.py")
+    at.query_params["message"] = str(ids["crm-dead"])
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="ob_dead_pick").value == []  # nothing chosen for the operator
+    # the permalink opened the message: its detail and its own retry
+    assert any(f"Message #{ids['crm-dead']}" in (m.value or "") for m in at.markdown)
+    at.text_input(key="ob_one_reason").input("crm fixed that order")
+    at.checkbox(key="ob_one_confirm").check()
+    _button(at, "Retry this message").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("1 outbox message back to pending" in s.value for s in at.success)
+    with dash.engine.connect() as conn:
+        statuses = dict(conn.execute(select(OUTBOX.c.key, OUTBOX.c.status)).all())
+    assert statuses == {"crm-sent": "sent", "crm-dead": "pending", "crm-dead-2": "dead"}
+    assert at.query_params["message"] == str(ids["crm-dead"])
+
+
+def test_a_failed_reconcile_now_is_on_the_runs_page_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'dash.db'}"
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+        extra = 'base_url = "http://127.0.0.1:9"\napi_key_env = "T_UNSET_DASH_KEY"\n'
+        monkeypatch.setenv(
+            "HOOKLEDGER_CONFIG", str(write_config(tmp_path, url, stripe_extra=extra))
+        )
+        at = Dash(engine, seed(engine)).app("runs")
+        _button(at, "Reconcile stripe now").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("T_UNSET_DASH_KEY" in e.value for e in at.error)
+        # the page reran: the failed run is in its table, not only in the database
+        table = at.dataframe[0].value
+        failed = table[table["trigger"] == "dashboard"]
+        assert list(failed["status"]) == ["failed"]
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("page", ["overview", "events", "outbox", "runs"])
+def test_every_page_says_when_sign_in_is_off(dash: Dash, page: str) -> None:
+    at = dash.app(page)
+    banner = [w.value for w in at.warning if "Sign-in is off" in w.value]
+    assert banner == [
+        "Sign-in is off: everyone who reaches this port can act. Actions are audited as "
+        "`anonymous@localhost`; turn on `[dashboard.auth]` to know who acted."
+    ]
+
+
+def test_no_sign_in_banner_when_sign_in_is_on(viewer: Dash) -> None:
+    at = viewer.app("overview")
+    assert not [w for w in at.warning if "Sign-in is off" in w.value]
 
 
 def test_the_events_page_follows_a_correlation_id_to_outgoing_messages(dash: Dash) -> None:
@@ -549,7 +619,7 @@ def test_pages_read_the_replica_and_actions_write_the_primary(
     replica = make_engine(replica_url)
     try:
         assert _audit(primary) == [
-            ("tester", "discrepancy.ignored", "handled on the replica's view")
+            ("anonymous@localhost", "discrepancy.ignored", "handled on the replica's view")
         ]
         assert _audit(replica) == []  # written where writes go
     finally:

@@ -184,7 +184,7 @@ def test_overview_discrepancy_replay_audit_and_csv(dashboard: tuple[str, str]) -
             search.fill("evt_2")
             search.press("Enter")
             expect(
-                page.get_by_text("replay by tester: customer asked for a re-sync")
+                page.get_by_text("replay by anonymous@localhost: customer asked for a re-sync")
             ).to_be_visible()
             status_metric = page.get_by_test_id("stMetric").filter(has_text="Status")
             expect(status_metric).to_contain_text("pending")
@@ -202,7 +202,9 @@ def test_overview_discrepancy_replay_audit_and_csv(dashboard: tuple[str, str]) -
         ).all()
     engine.dispose()
     assert str(status) == "pending"
-    assert [tuple(a) for a in audit] == [("tester", "replay", "customer asked for a re-sync")]
+    assert [tuple(a) for a in audit] == [
+        ("anonymous@localhost", "replay", "customer asked for a re-sync")
+    ]
 
 
 def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> None:

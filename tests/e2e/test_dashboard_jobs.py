@@ -210,7 +210,7 @@ def test_operator_jobs_from_pasted_links(on_call: dict[str, object]) -> None:
     assert sorted(set(map(str, statuses))) == ["pending"] and len(statuses) == DEAD_GROUP
     [(actor, reason, detail)] = bulk
     assert (actor, reason, detail["count"]) == (
-        "tester",
+        "anonymous@localhost",
         "the CRM accepts the plan again",
         DEAD_GROUP,
     )

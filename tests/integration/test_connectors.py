@@ -231,7 +231,7 @@ def test_malformed_page_leaves_the_cursor_where_it_was(
     box, server = sandbox
     # one request at a time: the third call is the third page (slices may have more in flight)
     src = source(server.url, "stripe", page_size=40, max_concurrency=1)
-    box.faults = Faults(malformed_call=3)
+    box.faults = Faults(malformed_call=3, malformed_len=1000)
     saved = None
     seen: list[str] = []
     with pytest.raises(
@@ -720,7 +720,7 @@ def test_every_connector_keeps_its_cursor_on_a_malformed_page(
 ) -> None:
     kind = kind_of(name)
     box, server = sandbox
-    box.faults = Faults(malformed_call=2)
+    box.faults = Faults(malformed_call=2, malformed_len=1000)
     src = source(server.url, kind, **KINDS[name])
     opts = ScanOptions(now=datetime.now(UTC), initial_lookback=timedelta(hours=48))
     saved, seen = None, 0
@@ -732,6 +732,57 @@ def test_every_connector_keeps_its_cursor_on_a_malformed_page(
     box.faults = Faults()
     rest = list(connect(src).pages(saved, opts))
     assert seen + _count(rest) == TOTALS[kind]
+
+
+@pytest.mark.parametrize("body", ["html", "cut"])
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_connector_retries_a_proxys_html_page_and_a_body_cut_short(
+    sandbox: tuple[Sandbox, RunningServer], name: str, body: str
+) -> None:
+    """A CDN's error page answered with 200, or a page cut mid-JSON, is a moment's trouble: retried
+    with backoff, not the end of the run."""
+    kind = kind_of(name)
+    box, server = sandbox
+    box.faults = Faults(malformed_call=2, malformed_len=2, malformed_body=body)
+    sleeps = Sleeps()
+    pages, _ = scan(
+        connect(source(server.url, kind, **KINDS[name]), sleeps),
+        initial_lookback=timedelta(hours=48),
+    )
+    assert _count(pages) == TOTALS[kind]
+    assert len(sleeps) == 2  # one backoff for each bad answer
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_connector_waits_out_a_long_burst_of_429s_within_its_patience(
+    sandbox: tuple[Sandbox, RunningServer], name: str
+) -> None:
+    """Five 429s in a row, each with Retry-After, are more than ``max_attempts`` but not a failure:
+    the provider says when to come back. Past ``max_total_wait`` the request fails as before."""
+    kind = kind_of(name)
+    box, server = sandbox
+    box.faults = Faults(error_burst_start=2, error_burst_len=5, error_status=429, retry_after=0.02)
+    sleeps = Sleeps()
+    pages, _ = scan(
+        connect(source(server.url, kind, **KINDS[name]), sleeps, attempts=3),
+        initial_lookback=timedelta(hours=48),
+    )
+    assert _count(pages) == TOTALS[kind]
+    assert sleeps.count(0.02) == 5
+
+    box.faults = Faults(
+        error_burst_start=1, error_burst_len=10_000, error_status=429, retry_after=0.02
+    )
+    impatient = build(
+        source(server.url, kind, **KINDS[name]),
+        environ=ENV,
+        sleep=Sleeps(),
+        policy=RetryPolicy(max_attempts=3, base_delay=0.01, max_total_wait=0.1),
+    )
+    with pytest.raises(
+        UnavailableError, match=rf"source 'sbx-{kind}'.*0\.1s of waiting.*rate limited"
+    ):
+        scan(impatient, initial_lookback=timedelta(hours=48))
 
 
 # -- the generic connector's other cursor styles ---------------------------------------------------

@@ -36,7 +36,13 @@ from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
 from reconciler.reconcile.lease import acquire
 from reconciler.reconcile.run import Reconciler
-from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS, RECON_RUNS, RECON_SEEN
+from reconciler.storage.models import (
+    DISCREPANCIES,
+    INBOX_EVENTS,
+    RECON_LEASES,
+    RECON_RUNS,
+    RECON_SEEN,
+)
 from tests.conftest import start_server
 from tests.scenario import (
     SECRET,
@@ -171,6 +177,49 @@ def test_dry_run_writes_nothing(scenario: Scenario) -> None:
     with scenario.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(DISCREPANCIES)).scalar_one() == 0
         assert conn.execute(select(func.count()).select_from(RECON_RUNS)).scalar_one() == 0
+
+
+def test_a_run_killed_mid_scan_is_recorded_with_the_records_it_stored(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kill -9 mid-scan: no closing write ever runs, so the run's row must already count what its
+    committed pages stored (issue 34: such a run was recorded with records_scanned 0)."""
+    from reconciler.errors import HookledgerError
+    from reconciler.reconcile.run import Reconciler
+
+    killed = stopping(scenario, 3)
+    with monkeypatch.context() as gone, pytest.raises(HookledgerError, match="stopped after"):
+        gone.setattr(Reconciler, "_finish", lambda self, summary: None)  # the process is gone
+        killed.run("stripe")
+    with scenario.engine.connect() as conn:
+        [(status, scanned)] = conn.execute(
+            select(RECON_RUNS.c.status, RECON_RUNS.c.records_scanned)
+        ).all()
+        seen = sum(
+            len(json.loads(ids)) for ids in conn.execute(select(RECON_SEEN.c.event_ids)).scalars()
+        )
+    assert str(status) == "running" and scanned > 0
+    # the pages whose cursor was committed; on PostgreSQL the last page's write travels with the
+    # next page's statement, so it may count one page fewer than the ids seen
+    assert seen - 25 <= scanned <= seen
+    with scenario.engine.begin() as conn:  # its lease runs out; the next run finds it abandoned
+        conn.execute(delete(RECON_LEASES))
+    scenario.reconciler().run("stripe")
+    with scenario.engine.connect() as conn:
+        abandoned = conn.execute(
+            select(RECON_RUNS.c.records_scanned, RECON_RUNS.c.error).where(
+                RECON_RUNS.c.status == "failed"
+            )
+        ).one()
+    assert abandoned == (scanned, "abandoned: its process stopped before the run finished")
+
+
+def test_a_dry_run_says_what_is_open_now(scenario: Scenario) -> None:
+    """Issue 34: ``reconcile --dry-run`` said "open now: none" while discrepancies were open."""
+    real = scenario.reconciler().run("stripe")
+    assert real.open_after  # the planted discrepancies are open
+    dry = scenario.reconciler().run("stripe", dry_run=True)
+    assert dry.open_after == real.open_after
 
 
 def test_two_concurrent_runs_one_runs_one_skips(scenario: Scenario) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from connectors.budget import DECREASE_HOLD, MIN_RATE, BudgetSettings, RequestBudget
@@ -62,6 +62,73 @@ def test_no_window_ever_holds_more_than_burst_plus_rate_times_its_length(
     for i, t in enumerate(times):
         within = [u for u in times[i:] if u - t <= 1.0]
         assert len(within) <= burst + rate * 1.0 + 1e-6
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    rate=st.floats(min_value=0.5, max_value=100),
+    # mostly a client that always has a request to send, with idle pauses of any length
+    gaps=st.lists(
+        st.one_of(st.just(0.0), st.floats(min_value=0, max_value=3)), min_size=1, max_size=200
+    ),
+)
+@example(rate=10.0, gaps=[0.0] * 30)
+def test_at_the_default_burst_no_second_holds_more_than_the_rate_plus_one(
+    rate: float, gaps: list[float]
+) -> None:
+    """Idle moments refill the bucket; a second's worth saved up plus the next second's pace would
+    be twice the rate in one sliding second, which a provider counting that way refuses."""
+    b, clock = budget(rate)
+    times = []
+    for gap in gaps:
+        clock.now += gap
+        b.take()
+        times.append(clock.now)
+    for i, t in enumerate(times):
+        within = [u for u in times[i:] if u - t < 1.0]
+        assert len(within) <= rate + 1 + 1e-6
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    gaps=st.lists(
+        st.one_of(st.just(0.0), st.floats(min_value=0, max_value=2)), min_size=1, max_size=400
+    )
+)
+@example(gaps=[0.0] * 60)
+@example(gaps=[0.0] * 30 + [1.5] + [0.0] * 30)
+def test_stripes_default_budget_is_never_refused_by_its_sandbox_window(gaps: list[float]) -> None:
+    """Stripe's default budget against Stripe's sandbox limit (25 in any sliding second), with idle
+    moments of any length between requests."""
+    from connectors.registry import provider
+    from connectors.sandbox.common import CallWindow
+
+    clock = FakeClock()
+    b = RequestBudget(provider("stripe").budget, clock=clock, wall=clock, sleep=clock.sleep)
+    window = CallWindow(25)
+    for gap in gaps:
+        clock.now += gap
+        b.take()
+        assert window.admit(clock.now) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rate=st.integers(min_value=1, max_value=50),
+    arrivals=st.lists(st.floats(min_value=0, max_value=0.5), min_size=1, max_size=300),
+)
+def test_the_sandbox_window_admits_at_most_rate_calls_in_any_sliding_second(
+    rate: int, arrivals: list[float]
+) -> None:
+    from connectors.sandbox.common import CallWindow
+
+    window, now, admitted = CallWindow(rate), 0.0, []
+    for gap in arrivals:
+        now += gap
+        if window.admit(now) == 0.0:
+            admitted.append(now)
+    for i, t in enumerate(admitted):
+        assert len([u for u in admitted[i:] if u - t < 1.0]) <= rate
 
 
 def test_no_limit_takes_at_once_and_counts() -> None:

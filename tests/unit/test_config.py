@@ -250,3 +250,50 @@ def test_the_worker_metrics_port_and_the_dashboard_replica_load_or_name_the_key(
         return
     assert loaded.worker.metrics_port is None or 1 <= loaded.worker.metrics_port <= 65535
     assert loaded.dashboard.database_url is None or isinstance(loaded.dashboard.database_url, str)
+
+
+def _number_or_junk() -> st.SearchStrategy[object]:
+    return st.one_of(
+        st.none(),
+        st.integers(min_value=-10, max_value=200_000),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=5),
+        st.booleans(),
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    body_timeout=_number_or_junk(),
+    limit=_number_or_junk(),
+    lock_warn=_number_or_junk(),
+    max_wait=_number_or_junk(),
+)
+def test_the_edge_and_patience_keys_load_or_name_the_key(
+    body_timeout: object, limit: object, lock_warn: object, max_wait: object
+) -> None:
+    """Issue 34's keys: [receiver] body_timeout_seconds and limit_concurrency, [worker]
+    sqlite_lock_warn_seconds, [reconcile] max_wait_seconds (None: the key left out)."""
+    from reconciler.config import parse_settings
+
+    values = {
+        ("receiver", "body_timeout_seconds"): body_timeout,
+        ("receiver", "limit_concurrency"): limit,
+        ("worker", "sqlite_lock_warn_seconds"): lock_warn,
+        ("reconcile", "max_wait_seconds"): max_wait,
+    }
+    data: dict[str, Any] = {}
+    for (table, key), value in values.items():
+        if value is not None:
+            data.setdefault(table, {})[key] = value
+    try:
+        loaded = parse_settings(data, "<fuzz>")
+    except ConfigError as exc:
+        named = tuple(f"<fuzz>: table [{t}], key '{k}'" for t, k in values)
+        for line in str(exc).splitlines():
+            assert line.startswith(named), line
+        return
+    assert 0 < loaded.receiver.body_timeout_seconds <= 600
+    assert 1 <= loaded.receiver.limit_concurrency <= 100_000
+    assert loaded.worker.sqlite_lock_warn_seconds > 0
+    assert 1 <= loaded.reconcile.max_wait_seconds <= 86_400

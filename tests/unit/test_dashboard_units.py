@@ -101,10 +101,16 @@ def _dashboard(**auth: object) -> DashboardSettings:
     return parse_settings(data, "<test>").dashboard
 
 
-def test_without_sign_in_the_configured_operator_acts() -> None:
-    who = resolve_identity(_dashboard(), None, "os-user")
-    assert (who.name, who.can_act) == ("night-shift", True)
-    assert require_operator(who) == "night-shift"
+def test_without_sign_in_anyone_acts_and_is_audited_by_address_not_the_configured_name() -> None:
+    who = resolve_identity(_dashboard(), None, "10.1.2.3")
+    assert (who.name, who.can_act, who.signed_in) == ("anonymous@10.1.2.3", True, False)
+    assert require_operator(who) == "anonymous@10.1.2.3"
+    assert resolve_identity(_dashboard(), None, None).name == "anonymous@localhost"
+    # an address is the browser's to choose behind some proxies: it cannot forge a log line
+    assert (
+        resolve_identity(_dashboard(), None, "1.2.3.4\nforged").name
+        == "anonymous@1.2.3.4\\x0aforged"
+    )
 
 
 def test_with_sign_in_only_listed_operators_act() -> None:

@@ -54,3 +54,34 @@ def test_verdicts_print_a_line_each_and_a_count() -> None:
         "doctor: 1 passed, 1 warning(s), 1 failed, 1 skipped",
     ]
     assert '"ok": false' in as_json(verdicts)
+
+
+def test_the_doctor_says_what_the_worker_will_do_with_each_sources_events() -> None:
+    from reconciler.ops.doctor import _handlers
+    from tests.conftest import make_settings
+
+    sqlite = make_settings("sqlite:///x.db", worker={"handlers": ["tests.handlers_for_cli"]})
+    verdicts = list(_handlers(sqlite))
+    warned = {v.check for v in verdicts if v.status == "warn"}
+    # the handler module registers stripe's events only; no forward_url anywhere
+    assert warned == {
+        "handlers of 'github'",
+        "handlers of 'shopify'",
+        "handlers of 'svix'",
+        "handlers of 'acme'",
+        "handlers",
+    }
+    [lock] = [v for v in verdicts if v.check == "handlers"]
+    assert lock.detail.startswith("SQLite with handlers: a handler holds the one write lock")
+
+    forwarding = make_settings(
+        "postgresql+psycopg://h/db",
+        worker={"handlers": ["tests.handlers_for_cli"], "forward_url": "http://127.0.0.1:9/in"},
+    )
+    assert [(v.check, v.status) for v in _handlers(forwarding)] == [("handlers", "pass")]
+
+    missing = make_settings("sqlite:///x.db", worker={"handlers": ["tests.no_such_module"]})
+    [failed] = list(_handlers(missing))
+    assert (
+        failed.status == "fail" and "cannot import module 'tests.no_such_module'" in failed.detail
+    )

@@ -106,3 +106,21 @@ def test_a_line_carries_the_structured_fields(fmt: str, monkeypatch: pytest.Monk
         )
         assert "Traceback" in out.getvalue()
     configure_logging("INFO")
+
+
+def test_json_lines_drop_uvicorns_coloured_copy_of_the_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    configure_logging("INFO", "json")
+    # as uvicorn logs "Uvicorn running on ...": the plain message, and a copy with ANSI codes
+    logging.getLogger("uvicorn.error").info(
+        "Started server process [%d]",
+        42,
+        extra={"color_message": "Started server process [\x1b[36m%d\x1b[0m]"},
+    )
+    [line] = out.getvalue().splitlines()
+    document = json.loads(line)
+    assert document["message"] == "Started server process [42]"
+    assert "color_message" not in document and "\\u001b" not in line

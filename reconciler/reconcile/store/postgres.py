@@ -44,6 +44,7 @@ from sqlalchemy import (
     literal_column,
     not_,
     select,
+    update,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
@@ -63,6 +64,7 @@ from reconciler.storage.models import (
     CURSORS,
     DISCREPANCIES,
     INBOX_EVENTS,
+    RECON_RUNS,
     RECON_SEEN,
     DiscrepancyKind,
 )
@@ -165,7 +167,13 @@ def _page_write() -> Any:
             run_id=bindparam("cursor_run_id", type_=Text),
         )
     )
-    return upsert.add_cte(cursor.cte("page_cursor"))
+    # the run's count of records it has stored (what a run killed mid-scan is recorded with)
+    counted = (
+        update(RECON_RUNS)
+        .where(RECON_RUNS.c.run_id == bindparam("cursor_run_id", type_=Text))
+        .values(records_scanned=RECON_RUNS.c.records_scanned + bindparam("page_records"))
+    )
+    return upsert.add_cte(cursor.cte("page_cursor")).add_cte(counted.cte("page_counted"))
 
 
 def _seen_and_probe(*, with_write: bool) -> Any:
@@ -251,6 +259,7 @@ class PostgresStore(ClosingPasses):
             "cursor_position": json.dumps(dict(cursor)),
             "cursor_updated_at": utcnow().isoformat(),
             "cursor_run_id": self.run_id,
+            "page_records": len(records),
         }
 
     def relisted(self, records: Sequence[Record]) -> None:

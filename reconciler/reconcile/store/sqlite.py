@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Table, func, select, true
+from sqlalchemy import Table, func, select, true, update
 from sqlalchemy.dialects import sqlite
 
 from connectors.base import Record
@@ -22,7 +22,7 @@ from reconciler.errors import ConfigError
 from reconciler.reconcile.judge import Finding, InboxFacts
 from reconciler.reconcile.store.base import ScanStore, chunks, epochs, page_span
 from reconciler.reconcile.store.passes import ClosingPasses
-from reconciler.storage.models import INBOX_EVENTS, RECON_SEEN
+from reconciler.storage.models import INBOX_EVENTS, RECON_RUNS, RECON_SEEN
 
 _ABSENT = (
     f"SELECT j.value FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM {INBOX_EVENTS.name} "
@@ -77,6 +77,12 @@ class SqliteStore(ClosingPasses, ScanStore):
             self.conn.exec_driver_sql(_SEEN, (self.source, chunk, oldest_epoch, newest_epoch))
         self.upsert_findings(findings)
         save_cursor(self.conn, self.source, cursor, self.run_id)
+        # the run's count of records it has stored (what a run killed mid-scan is recorded with)
+        self.conn.execute(
+            update(RECON_RUNS)
+            .where(RECON_RUNS.c.run_id == self.run_id)
+            .values(records_scanned=RECON_RUNS.c.records_scanned + len(records))
+        )
         self._commit()
 
     def idle(self) -> None:
