@@ -393,8 +393,8 @@ def _error_codes(errors: Any) -> set[str]:
 
 
 def _error_message(errors: Any) -> str:
+    """The first error's message, on one line (it ends up in a one-line run error and a log line)."""
     if isinstance(errors, list) and errors:
         first = errors[0]
-        message = first.get("message") if isinstance(first, Mapping) else first
-        return str(message)[:200]
-    return str(errors)[:200]
+        errors = first.get("message") if isinstance(first, Mapping) else first
+    return " ".join(str(errors).split())[:200]

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -560,6 +561,9 @@ def _dashboard_until_interrupted(console: Console, config_path: Path, port: int)
     from reconciler.dashboard_process import streamlit_argv
 
     env = {**os.environ, "HOOKLEDGER_CONFIG": str(config_path)}
+    # `kill PID` or a closed terminal stops the demo as Ctrl-C does: its dashboard child too, or the
+    # child would keep the port
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     proc = subprocess.Popen(streamlit_argv("127.0.0.1", port, None), env=env)
     console.print(
         f"\n[bold]Dashboard: http://127.0.0.1:{port}[/bold]  (sandbox, receiver and worker keep "
@@ -585,3 +589,9 @@ def _dashboard_until_interrupted(console: Console, config_path: Path, port: int)
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -31,9 +31,10 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from reconciler.config import CheckSettings, SourceSettings
-from reconciler.errors import ConfigError
+from reconciler.errors import ConfigError, HookledgerError
 from reconciler.reconcile.judge import BusinessFacts
 from reconciler.reconcile.store import read_only_session
+from reconciler.storage.engine import database_error
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,11 @@ class BoundCheck:
         return stmt
 
 
-def _refused(check: BoundCheck, exc: DBAPIError) -> ConfigError:
+def _refused(check: BoundCheck, conn: Connection, exc: DBAPIError) -> HookledgerError:
+    """A check's query the database refused: the check's fault (its ``where``, a timeout), or the
+    database gone away (a dropped connection: an outage, as the scan's own writes would report it)."""
+    if exc.connection_invalidated:
+        return database_error(conn.engine.url.render_as_string(hide_password=True), exc)
     orig = getattr(exc, "orig", None) or exc
     reason = (str(orig).strip().splitlines() or [orig.__class__.__name__])[0]
     return ConfigError(
@@ -116,7 +121,7 @@ def rows_by_key(
         for mapping in result.mappings():
             out.setdefault(str(mapping[check.check.key]), []).append(dict(mapping))
     except DBAPIError as exc:
-        raise _refused(check, exc) from None
+        raise _refused(check, conn, exc) from None
     return out
 
 
@@ -139,7 +144,7 @@ def duplicated(conn: Connection, check: BoundCheck, keys: Iterable[str]) -> dict
     try:
         return {str(value): int(count) for value, count in conn.execute(stmt)}
     except DBAPIError as exc:
-        raise _refused(check, exc) from None
+        raise _refused(check, conn, exc) from None
 
 
 def facts(conn: Connection, check: BoundCheck, keys: Sequence[str]) -> BusinessFacts:

@@ -229,6 +229,38 @@ def test_postgres_the_database_going_away_mid_run_fails_the_run_in_one_line(
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_postgres_a_business_read_on_a_dropped_connection_is_a_database_error(
+    scenario: Scenario, db_url: str
+) -> None:
+    """Issue 34 (found by the test above under new timing): a check's read whose connection the
+    server ended was reported as the check's fault (ConfigError); it is the database gone."""
+    from reconciler.errors import ConfigError, DatabaseError
+    from reconciler.reconcile.business import bind_checks, facts
+    from reconciler.storage.engine import make_engine
+
+    sep = "&" if "?" in db_url else "?"
+    victim = make_engine(f"{db_url}{sep}application_name=hl_business_victim")
+    source = scenario.settings.source("stripe")
+    assert source is not None
+    check = bind_checks(victim, source)[0]
+    try:
+        with victim.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+            with scenario.engine.begin() as admin:
+                admin.exec_driver_sql(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = 'hl_business_victim'"
+                )
+            with pytest.raises(DatabaseError) as raised:
+                facts(conn, check, ["in_1"])
+    finally:
+        victim.dispose()
+    assert not isinstance(raised.value, ConfigError)
+    message = str(raised.value)
+    assert message.startswith("database postgresql+psycopg://") and "\n" not in message
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 @pytest.mark.parametrize(
     ("where", "reason"),
     [

@@ -114,8 +114,9 @@ def test_json_lines_drop_uvicorns_coloured_copy_of_the_message(
     out = io.StringIO()
     monkeypatch.setattr(sys, "stderr", out)
     configure_logging("INFO", "json")
-    # as uvicorn logs "Uvicorn running on ...": the plain message, and a copy with ANSI codes
-    logging.getLogger("uvicorn.error").info(
+    # as uvicorn logs "Started server process": the plain message and a copy with ANSI codes (a
+    # logger of ours: other tests' uvicorn servers leave uvicorn's loggers not propagating)
+    logging.getLogger("reconciler.test").info(
         "Started server process [%d]",
         42,
         extra={"color_message": "Started server process [\x1b[36m%d\x1b[0m]"},

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from connectors.base import ScanOptions
@@ -173,6 +173,8 @@ def _connector(answer: Any) -> ShopifyGraphQLConnector:
 
 @settings(max_examples=300, deadline=None)
 @given(ANSWERS)
+@example({"errors": "\n"})  # issue 34: a two-line message, found by this test under load in CI
+@example({"errors": [{"message": "a\r\nb\u2028c"}]})
 def test_any_answer_gives_records_or_a_connector_error_naming_the_source(answer: Any) -> None:
     connector = _connector(answer)
     options = ScanOptions(now=datetime(2025, 1, 3, tzinfo=UTC))
