@@ -111,6 +111,40 @@ def _allowed(d: dict[str, list[str]]) -> set[int]:
     return allowed
 
 
+def _command(unit: Path, tmp_path: Path) -> list[str]:
+    """The unit's command line on a fresh database in ``tmp_path`` (port 0: any free one)."""
+    cfg = _config(tmp_path)
+    argv = shlex.split(directives(unit)["ExecStart"][0].replace("%i", "0"))
+    argv = [str(HOOKLEDGER), *argv[1:]]
+    argv[argv.index("--config") + 1] = str(cfg)
+    if "--host" in argv:
+        argv[argv.index("--host") + 1] = "127.0.0.1"
+    assert (
+        subprocess.run([str(HOOKLEDGER), "init", "--config", str(cfg)], timeout=60).returncode == 0
+    )
+    return argv
+
+
+def _stop_after(
+    argv: list[str], d: dict[str, list[str]], cwd: Path, delay: float
+) -> tuple[int, str]:
+    """Start the command, send the unit's stop signal after ``delay`` seconds: its exit and output."""
+    process = subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        time.sleep(delay)
+        if delay >= 1:  # meant to be running by then
+            assert process.poll() is None, process.communicate()[0]
+        process.send_signal(getattr(signal, d["KillSignal"][0]))
+        out, _ = process.communicate(timeout=int(d["TimeoutStopSec"][0]))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process.returncode, out
+
+
 @pytest.mark.parametrize(
     "unit", [u for u in UNITS if "dashboard" not in u.name], ids=lambda u: u.name
 )
@@ -120,26 +154,10 @@ def test_a_stop_while_the_command_is_still_starting_is_a_clean_stop(
     """Issue 34: under load the scheduler was stopped before it handled SIGTERM: -15, a failure to
     systemd (and a flaky test). Whenever the signal comes, the unit calls the stop clean."""
     d = directives(unit)
-    cfg = _config(tmp_path)
-    argv = shlex.split(d["ExecStart"][0].replace("%i", "0"))
-    argv = [str(HOOKLEDGER), *argv[1:]]
-    argv[argv.index("--config") + 1] = str(cfg)
-    assert (
-        subprocess.run([str(HOOKLEDGER), "init", "--config", str(cfg)], timeout=60).returncode == 0
-    )
+    argv = _command(unit, tmp_path)
     for delay in (0.05, 0.4):  # during Python's start, during hookledger's
-        process = subprocess.Popen(
-            argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        try:
-            time.sleep(delay)
-            process.send_signal(getattr(signal, d["KillSignal"][0]))
-            out, _ = process.communicate(timeout=int(d["TimeoutStopSec"][0]))
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        assert process.returncode in _allowed(d), (delay, process.returncode, out)
+        code, out = _stop_after(argv, d, tmp_path, delay)
+        assert code in _allowed(d), (delay, code, out)
 
 
 @pytest.mark.parametrize(
@@ -147,26 +165,6 @@ def test_a_stop_while_the_command_is_still_starting_is_a_clean_stop(
 )
 def test_the_units_command_stops_cleanly_on_its_stop_signal(unit: Path, tmp_path: Path) -> None:
     d = directives(unit)
-    cfg = _config(tmp_path)
-    argv = shlex.split(d["ExecStart"][0].replace("%i", "0"))  # (port 0: any free one)
-    argv = [str(HOOKLEDGER), *argv[1:]]
-    argv[argv.index("--config") + 1] = str(cfg)
-    if "--host" in argv:
-        argv[argv.index("--host") + 1] = "127.0.0.1"
-    assert (
-        subprocess.run([str(HOOKLEDGER), "init", "--config", str(cfg)], timeout=60).returncode == 0
-    )
-    process = subprocess.Popen(
-        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        time.sleep(3)  # started and settled in its loop
-        assert process.poll() is None, process.communicate()[0]
-        process.send_signal(getattr(signal, d["KillSignal"][0]))
-        out, _ = process.communicate(timeout=int(d["TimeoutStopSec"][0]))
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode in _allowed(d), out
+    code, out = _stop_after(_command(unit, tmp_path), d, tmp_path, 3)  # started, in its loop
+    assert code in _allowed(d), out
     assert "Traceback" not in out, out
