@@ -531,6 +531,19 @@ def test_the_outbox_preselects_nothing_and_a_message_permalink_retries_that_mess
     assert at.query_params["message"] == str(ids["crm-dead"])
 
 
+@pytest.mark.parametrize("raw", ["999999", "0", "-3", "abc", "9" * 30])
+def test_an_outbox_permalink_to_no_message_says_so(dash: Dash, raw: str) -> None:
+    _outbox(dash.engine)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("views/outbox.py")
+    at.query_params["message"] = raw
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    # a well-formed id that does not exist is named; anything else is ignored, as every URL value
+    assert errors == (["no outbox message 999999"] if raw == "999999" else [])
+
+
 def test_a_failed_reconcile_now_is_on_the_runs_page_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
