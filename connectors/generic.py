@@ -15,6 +15,7 @@ Keys: ``list_url`` (relative to ``base_url``), ``items_path``, ``id_path``, ``ty
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -27,6 +28,7 @@ from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, json_path_get, parse_generic, parse_standard
 from connectors.provider import ClientFactory, Provider, kept, timed_scheme
 from connectors.signatures import generic_sign, standard_sign, verify_generic, verify_standard
+from connectors.webhooks import WebhookRequest
 
 
 def _time(value: Any) -> datetime | None:
@@ -285,12 +287,9 @@ def _generic_rule(values: Mapping[str, Any]) -> str | None:
 
 
 def _verify_generic(
-    options: SourceOptions,
-    headers: Mapping[str, str],
-    body: bytes,
-    secrets: tuple[str, ...],
-    now: float,
+    options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
 ) -> ParsedEvent:
+    headers, body = request.headers, request.body
     keys = options.own(GenericKeys)
     assert keys.signature_header is not None  # the provider's rule requires it
     verify_generic(
@@ -315,7 +314,7 @@ def _verify_generic(
 def _sign_standard(
     options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
 ) -> dict[str, str]:
-    msg_id = headers.get("webhook-id") or ""
+    msg_id = standard_headers(headers).get("webhook-id") or ""
     return {
         "content-type": headers.get("content-type") or "application/json",
         "webhook-id": msg_id,
@@ -343,11 +342,39 @@ def _sign_generic(
     }
 
 
+SVIX_NAMES = {
+    "svix-id": "webhook-id",
+    "svix-timestamp": "webhook-timestamp",
+    "svix-signature": "webhook-signature",
+}
+
+
+def standard_headers(headers: Mapping[str, str]) -> Mapping[str, str]:
+    """Senders built on Svix (Clerk, Resend, …) send the same scheme as ``svix-id``,
+    ``svix-timestamp`` and ``svix-signature``; the ``svix`` library accepts either set, and so does
+    this (the ``webhook-*`` names win when both are sent)."""
+    if "webhook-id" in headers or "svix-id" not in headers:
+        return headers
+    return {**headers, **{new: headers[old] for old, new in SVIX_NAMES.items() if old in headers}}
+
+
+_verify_standard_names = timed_scheme(verify_standard, parse_standard)
+
+
+def _verify_standard(
+    options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
+) -> ParsedEvent:
+    named = dataclasses.replace(request, headers=standard_headers(request.headers))
+    verdict = _verify_standard_names(options, named, secrets)
+    assert isinstance(verdict, ParsedEvent)  # (a Standard Webhooks delivery is always an event)
+    return verdict
+
+
 # Standard Webhooks (https://www.standardwebhooks.com): signed as the spec says; a sender's list
 # API, where it has one, is read as a generic list.
 STANDARD = Provider(
     "standard",
-    verify=timed_scheme(verify_standard, parse_standard),
+    verify=_verify_standard,
     build=_build,
     keys=ListKeys,
     validate=_list_rule,

@@ -115,7 +115,7 @@ def _deeper_than(document: Any, limit: int) -> bool:
     return False
 
 
-def _text(value: Any) -> str | None:
+def text_or_none(value: Any) -> str | None:
     """Ids as strings end to end (Shopify ids exceed 2^53; never pass them through a float)."""
     if value is None or isinstance(value, dict | list):
         return None
@@ -124,8 +124,8 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _event_id(value: Any, what: str) -> str:
-    text = _text(value)
+def required_id(value: Any, what: str) -> str:
+    text = text_or_none(value)
     if not text or not text.strip():
         raise BadPayload(f"missing event id ({what})")
     if len(text) > MAX_ID_LENGTH:
@@ -133,7 +133,7 @@ def _event_id(value: Any, what: str) -> str:
     return text.strip()
 
 
-def _epoch(value: Any) -> datetime | None:
+def epoch_time(value: Any) -> datetime | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         try:
             return datetime.fromtimestamp(value, UTC)
@@ -141,12 +141,12 @@ def _epoch(value: Any) -> datetime | None:
             return None
     if isinstance(value, str):
         if value.isdigit():
-            return _epoch(int(value))
-        return _iso(value)
+            return epoch_time(int(value))
+        return iso_time(value)
     return None
 
 
-def _iso(value: Any) -> datetime | None:
+def iso_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -161,7 +161,7 @@ def _request_id(request: Any) -> str | None:
     2017-05-25 sent the id as a string."""
     if isinstance(request, str):
         return request or None
-    return _text(request.get("id")) if isinstance(request, Mapping) else None
+    return text_or_none(request.get("id")) if isinstance(request, Mapping) else None
 
 
 def parse_stripe(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
@@ -171,39 +171,41 @@ def parse_stripe(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     obj = json_path_get(doc, "data.object")
     obj = obj if isinstance(obj, dict) else {}
     return ParsedEvent(
-        event_id=_event_id(doc.get("id"), "body field id"),
-        event_type=_text(doc.get("type")),
-        object_type=_text(obj.get("object")),
-        object_id=_text(obj.get("id")),
-        occurred_at=_epoch(doc.get("created")),
-        api_version=_text(doc.get("api_version")),
-        account=_text(doc.get("account")),
+        event_id=required_id(doc.get("id"), "body field id"),
+        event_type=text_or_none(doc.get("type")),
+        object_type=text_or_none(obj.get("object")),
+        object_id=text_or_none(obj.get("id")),
+        occurred_at=epoch_time(doc.get("created")),
+        api_version=text_or_none(doc.get("api_version")),
+        account=text_or_none(doc.get("account")),
         request_id=_request_id(doc.get("request")),
     )
 
 
 def parse_github(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
-    guid = _event_id(headers.get("x-github-delivery"), "header X-GitHub-Delivery")
+    guid = required_id(headers.get("x-github-delivery"), "header X-GitHub-Delivery")
     event = headers.get("x-github-event")
     doc = load_json(body, required=False)
     doc = doc if isinstance(doc, dict) else {}
-    action = _text(doc.get("action"))
+    action = text_or_none(doc.get("action"))
     obj = doc.get(event) if event else None
-    object_id = _text(obj.get("id")) if isinstance(obj, dict) else None
+    object_id = text_or_none(obj.get("id")) if isinstance(obj, dict) else None
     if object_id is None and isinstance(doc.get("repository"), dict):
-        object_id = _text(doc["repository"].get("id"))
+        object_id = text_or_none(doc["repository"].get("id"))
     return ParsedEvent(
         event_id=guid,
         delivery_id=guid,
         event_type=f"{event}.{action}" if event and action else event,
         object_type=event,
         object_id=object_id,
-        occurred_at=_iso(_text(obj.get("updated_at")) if isinstance(obj, dict) else None),
+        occurred_at=iso_time(
+            text_or_none(obj.get("updated_at")) if isinstance(obj, dict) else None
+        ),
     )
 
 
 def parse_shopify(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
-    webhook_id = _event_id(headers.get("x-shopify-webhook-id"), "header X-Shopify-Webhook-Id")
+    webhook_id = required_id(headers.get("x-shopify-webhook-id"), "header X-Shopify-Webhook-Id")
     topic = headers.get("x-shopify-topic")
     doc = load_json(body, required=False)
     doc = doc if isinstance(doc, dict) else {}
@@ -214,27 +216,27 @@ def parse_shopify(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
         delivery_id=webhook_id,
         event_type=topic,
         object_type=object_type,
-        object_id=_text(doc.get("id")),
-        occurred_at=_iso(headers.get("x-shopify-triggered-at")),
+        object_id=text_or_none(doc.get("id")),
+        occurred_at=iso_time(headers.get("x-shopify-triggered-at")),
         api_version=headers.get("x-shopify-api-version"),
     )
 
 
 def parse_standard(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
-    msg_id = _event_id(headers.get("webhook-id"), "header webhook-id")
+    msg_id = required_id(headers.get("webhook-id"), "header webhook-id")
     doc = load_json(body, required=False)
     doc = doc if isinstance(doc, dict) else {}
     data = doc.get("data")
     data = data if isinstance(data, dict) else {}
-    event_type = _text(doc.get("type"))
+    event_type = text_or_none(doc.get("type"))
     return ParsedEvent(
         event_id=msg_id,
         delivery_id=msg_id,
         event_type=event_type,
-        object_type=_text(data.get("object"))
+        object_type=text_or_none(data.get("object"))
         or (event_type.split(".", 1)[0] if event_type else None),
-        object_id=_text(data.get("id")),
-        occurred_at=_iso(doc.get("timestamp")) or _epoch(headers.get("webhook-timestamp")),
+        object_id=text_or_none(data.get("id")),
+        occurred_at=iso_time(doc.get("timestamp")) or epoch_time(headers.get("webhook-timestamp")),
     )
 
 
@@ -249,13 +251,13 @@ def parse_generic(
 ) -> ParsedEvent:
     doc = load_json(body, required=bool(id_json_path and not id_header))
     if id_header:
-        event_id = _event_id(headers.get(id_header.lower()), f"header {id_header}")
+        event_id = required_id(headers.get(id_header.lower()), f"header {id_header}")
     else:
         assert id_json_path is not None
-        event_id = _event_id(json_path_get(doc, id_json_path), f"JSON path {id_json_path}")
+        event_id = required_id(json_path_get(doc, id_json_path), f"JSON path {id_json_path}")
     event_type = None
     if type_header:
         event_type = headers.get(type_header.lower())
     elif type_json_path and doc is not None:
-        event_type = _text(json_path_get(doc, type_json_path))
+        event_type = text_or_none(json_path_get(doc, type_json_path))
     return ParsedEvent(event_id=event_id, delivery_id=event_id, event_type=event_type)

@@ -16,11 +16,13 @@ from connectors.budget import BudgetSettings
 from connectors.http import ProviderClient
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.parsing import ParsedEvent
+from connectors.webhooks import Verdict, WebhookRequest
 
 # (base URL, headers, where the credentials come from) -> an HTTP client with the retry policy
 ClientFactory = Callable[[str, dict[str, str], str], ProviderClient]
-# (options, lower-cased headers, body, signing secrets, now) -> the event, or RejectedDelivery
-Verify = Callable[[SourceOptions, Mapping[str, str], bytes, tuple[str, ...], float], ParsedEvent]
+# (options, the request as it arrived, signing secrets) -> the event (or the answer the provider
+# expects, or a handshake: connectors.webhooks), or RejectedDelivery
+Verify = Callable[[SourceOptions, WebhookRequest, tuple[str, ...]], Verdict]
 # (options, the stored delivery's lower-cased headers, body, signing secret, now) -> the headers of
 # the same delivery signed afresh (hookledger drill --target sends stored events again)
 Sign = Callable[[SourceOptions, Mapping[str, str], bytes, str, float], dict[str, str]]
@@ -41,14 +43,10 @@ def scheme(
     """A signature over the headers and body alone (GitHub, Shopify), then the event read."""
 
     def verify(
-        options: SourceOptions,
-        headers: Mapping[str, str],
-        body: bytes,
-        secrets: tuple[str, ...],
-        now: float,
+        options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
     ) -> ParsedEvent:
-        check(headers, body, secrets)
-        return parse(headers, body)
+        check(request.headers, request.body, secrets)
+        return parse(request.headers, request.body)
 
     return verify
 
@@ -60,14 +58,16 @@ def timed_scheme(
     Standard Webhooks), then the event read."""
 
     def verify(
-        options: SourceOptions,
-        headers: Mapping[str, str],
-        body: bytes,
-        secrets: tuple[str, ...],
-        now: float,
+        options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
     ) -> ParsedEvent:
-        check(headers, body, secrets, now=now, tolerance=options.tolerance_seconds)
-        return parse(headers, body)
+        check(
+            request.headers,
+            request.body,
+            secrets,
+            now=request.now,
+            tolerance=options.tolerance_seconds,
+        )
+        return parse(request.headers, request.body)
 
     return verify
 
@@ -92,7 +92,7 @@ def no_rule(values: Mapping[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class Provider:
     kind: str
-    verify: Verify  # check a delivery's signature, then read its identity
+    verify: Verify  # check a delivery's signature, then read its identity (connectors.webhooks)
     # its list API; None where hookledger cannot read one
     build: Callable[[SourceOptions, ClientFactory], Connector] | None = None
     # its own [[sources]] keys (the class declares their types, defaults and limits)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from connectors import generic, github, shopify, stripe
+from connectors import generic, github, shopify, slack, stripe
 from connectors.base import Connector
 from connectors.budget import RequestBudget
 from connectors.errors import ConfigError
@@ -22,7 +22,14 @@ if TYPE_CHECKING:
 
 PROVIDERS: dict[str, Provider] = {
     p.kind: p
-    for p in (stripe.PROVIDER, github.PROVIDER, shopify.PROVIDER, generic.STANDARD, generic.GENERIC)
+    for p in (
+        stripe.PROVIDER,
+        github.PROVIDER,
+        shopify.PROVIDER,
+        generic.STANDARD,
+        generic.GENERIC,
+        slack.PROVIDER,
+    )
 }
 
 

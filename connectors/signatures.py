@@ -9,60 +9,26 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
-from connectors.errors import RejectedDelivery
+from connectors.webhooks import (
+    SignatureError,
+    check_timestamp,
+    hmac_digest,
+    require_header,
+    same_digest,
+)
 
 Headers = Mapping[str, str]  # keys lower-cased
-
-ALGORITHMS = {"sha1": hashlib.sha1, "sha256": hashlib.sha256, "sha512": hashlib.sha512}
-
-
-class SignatureError(RejectedDelivery):
-    """The signature is missing or does not match (HTTP 401)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(401, reason)
-
-
-def _hmac(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:
-    return hmac.new(key, message, ALGORITHMS[algorithm]).digest()
-
-
-def _same(expected: str, given: str) -> bool:
-    """Constant-time equality of an ASCII digest and a header value of any characters.
-
-    ``hmac.compare_digest`` raises TypeError on non-ASCII text; a value that is not ASCII cannot be a
-    hex or base64 digest, so it simply does not match.
-    """
-    return given.isascii() and hmac.compare_digest(expected, given)
-
-
-def _require(headers: Headers, name: str) -> str:
-    value = headers.get(name.lower())
-    if value is None or not value.strip():
-        raise SignatureError(f"missing header {name}")
-    return value.strip()
-
-
-def _check_timestamp(ts: int, now: float, tolerance: int, *, reject_future: bool) -> None:
-    if tolerance <= 0:
-        return
-    if ts < now - tolerance:
-        raise SignatureError(f"timestamp outside the tolerance of {tolerance} s (too old)")
-    if reject_future and ts > now + tolerance:
-        raise SignatureError(f"timestamp outside the tolerance of {tolerance} s (too new)")
-
 
 # --- Stripe ---------------------------------------------------------------------------------------
 
 
 def stripe_sign(body: bytes, secret: str, timestamp: int) -> str:
     """The ``Stripe-Signature`` header value Stripe would send (for tests and the sandbox)."""
-    digest = _hmac(secret.encode(), f"{timestamp}.".encode() + body).hex()
+    digest = hmac_digest(secret.encode(), f"{timestamp}.".encode() + body).hex()
     return f"t={timestamp},v1={digest}"
 
 
@@ -74,7 +40,7 @@ def verify_stripe(
     Like stripe-python (``stripe/_webhook.py``): only ``v1`` counts, any ``v1`` may match, only an old
     timestamp is rejected (Stripe's SDK does not reject future ones).
     """
-    header = _require(headers, "Stripe-Signature")
+    header = require_header(headers, "Stripe-Signature")
     timestamp: int | None = None
     candidates: list[str] = []
     for item in header.split(","):
@@ -92,9 +58,9 @@ def verify_stripe(
         raise SignatureError("Stripe-Signature has no v1 signature")
     signed = f"{timestamp}.".encode() + body
     for secret in secrets:
-        expected = _hmac(secret.encode(), signed).hex()
-        if any(_same(expected, c) for c in candidates):
-            _check_timestamp(timestamp, now, tolerance, reject_future=False)
+        expected = hmac_digest(secret.encode(), signed).hex()
+        if any(same_digest(expected, c) for c in candidates):
+            check_timestamp(timestamp, now, tolerance, reject_future=False)
             return
     raise SignatureError("Stripe-Signature does not match")
 
@@ -103,17 +69,17 @@ def verify_stripe(
 
 
 def github_sign(body: bytes, secret: str) -> str:
-    return "sha256=" + _hmac(secret.encode(), body).hex()
+    return "sha256=" + hmac_digest(secret.encode(), body).hex()
 
 
 def verify_github(headers: Headers, body: bytes, secrets: Iterable[str]) -> None:
     """``X-Hub-Signature-256: sha256=<hex>`` over the raw body. No timestamp is signed."""
-    header = _require(headers, "X-Hub-Signature-256")
+    header = require_header(headers, "X-Hub-Signature-256")
     if not header.startswith("sha256="):
         raise SignatureError("X-Hub-Signature-256 does not start with sha256=")
     given = header[len("sha256=") :]
     for secret in secrets:
-        if _same(_hmac(secret.encode(), body).hex(), given):
+        if same_digest(hmac_digest(secret.encode(), body).hex(), given):
             return
     raise SignatureError("X-Hub-Signature-256 does not match")
 
@@ -122,18 +88,18 @@ def verify_github(headers: Headers, body: bytes, secrets: Iterable[str]) -> None
 
 
 def shopify_sign(body: bytes, secret: str) -> str:
-    return base64.b64encode(_hmac(secret.encode(), body)).decode()
+    return base64.b64encode(hmac_digest(secret.encode(), body)).decode()
 
 
 def verify_shopify(headers: Headers, body: bytes, secrets: Iterable[str]) -> None:
     """``X-Shopify-Hmac-Sha256``: base64 HMAC-SHA256 of the raw body, compared decoded."""
-    header = _require(headers, "X-Shopify-Hmac-Sha256")
+    header = require_header(headers, "X-Shopify-Hmac-Sha256")
     try:
         given = base64.b64decode(header, validate=True)
     except (binascii.Error, ValueError):
         raise SignatureError("X-Shopify-Hmac-Sha256 is not valid base64") from None
     for secret in secrets:
-        if hmac.compare_digest(_hmac(secret.encode(), body), given):
+        if hmac.compare_digest(hmac_digest(secret.encode(), body), given):
             return
     raise SignatureError("X-Shopify-Hmac-Sha256 does not match")
 
@@ -153,7 +119,7 @@ def standard_key(secret: str) -> bytes:
 
 
 def standard_sign(body: bytes, secret: str, msg_id: str, timestamp: int) -> str:
-    digest = _hmac(standard_key(secret), f"{msg_id}.{timestamp}.".encode() + body)
+    digest = hmac_digest(standard_key(secret), f"{msg_id}.{timestamp}.".encode() + body)
     return "v1," + base64.b64encode(digest).decode()
 
 
@@ -164,9 +130,9 @@ def verify_standard(
 
     The timestamp must be within the tolerance in both directions (the reference libraries use 5 min).
     """
-    msg_id = _require(headers, "webhook-id")
-    ts_raw = _require(headers, "webhook-timestamp")
-    header = _require(headers, "webhook-signature")
+    msg_id = require_header(headers, "webhook-id")
+    ts_raw = require_header(headers, "webhook-timestamp")
+    header = require_header(headers, "webhook-signature")
     try:
         timestamp = int(ts_raw)
     except ValueError:
@@ -183,9 +149,9 @@ def verify_standard(
         raise SignatureError("webhook-signature has no v1 signature")
     signed = f"{msg_id}.{timestamp}.".encode() + body
     for secret in secrets:
-        expected = _hmac(standard_key(secret), signed)
+        expected = hmac_digest(standard_key(secret), signed)
         if any(hmac.compare_digest(expected, c) for c in candidates):
-            _check_timestamp(timestamp, now, tolerance, reject_future=True)
+            check_timestamp(timestamp, now, tolerance, reject_future=True)
             return
     raise SignatureError("webhook-signature does not match")
 
@@ -201,7 +167,7 @@ def generic_sign(
     encoding: Literal["hex", "base64"] = "hex",
     prefix: str = "",
 ) -> str:
-    digest = _hmac(secret.encode(), body, algorithm)
+    digest = hmac_digest(secret.encode(), body, algorithm)
     text = digest.hex() if encoding == "hex" else base64.b64encode(digest).decode()
     return prefix + text
 
@@ -217,7 +183,7 @@ def verify_generic(
     prefix: str = "",
 ) -> None:
     """A configured HMAC over the raw body: header name, algorithm, hex or base64, optional prefix."""
-    value = _require(headers, header)
+    value = require_header(headers, header)
     if prefix:
         if not value.startswith(prefix):
             raise SignatureError(f"{header} does not start with {prefix}")
@@ -233,6 +199,6 @@ def verify_generic(
         except (binascii.Error, ValueError):
             raise SignatureError(f"{header} is not valid base64") from None
     for secret in secrets:
-        if hmac.compare_digest(_hmac(secret.encode(), body, algorithm), given):
+        if hmac.compare_digest(hmac_digest(secret.encode(), body, algorithm), given):
             return
     raise SignatureError(f"{header} does not match")

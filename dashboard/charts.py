@@ -25,6 +25,7 @@ PATTERNS = {
     "conflict": "x",
     "failed": "x",
     "rejected": "\\",
+    "handshake": "-",
     "dead": "+",
 }
 KIND_ORDER = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")

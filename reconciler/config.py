@@ -302,7 +302,8 @@ def _standard_secrets(
 ) -> tuple[str, ...]:
     """:func:`_secret_list` of Standard Webhooks signing secrets (``whsec_`` + base64), each
     checked: a malformed one is a ConfigError naming the owner and the variable."""
-    from connectors.signatures import SignatureError, standard_key
+    from connectors.signatures import standard_key
+    from connectors.webhooks import SignatureError
 
     secrets = _secret_list(owner, key, var, environ)
     for secret in secrets:

@@ -26,6 +26,9 @@ class DeliveryOutcome(enum.StrEnum):
     DUPLICATE = "duplicate"
     REJECTED = "rejected"
     CONFLICT = "conflict"  # a stored event id with other content: logged, flagged, not applied
+    HANDSHAKE = (
+        "handshake"  # a verified request that is no event (Slack's url_verification): answered
+    )
 
 
 class ErrorClass(enum.StrEnum):

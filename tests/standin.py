@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.signatures import SignatureError, verify_standard
+from connectors.signatures import verify_standard
+from connectors.webhooks import SignatureError
 
 
 @dataclass

@@ -22,7 +22,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.signatures import SignatureError, verify_standard
+from connectors.signatures import verify_standard
+from connectors.webhooks import SignatureError
 
 UNAVAILABLE_ONE_IN = 6  # a key's first attempt answered 503
 LATE_ONE_IN = 40  # a key's first attempt accepted, answered after the publisher stopped waiting

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import Engine, text
@@ -27,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from connectors.parsing import mask_headers
+from connectors.webhooks import Handshake, Received, Reply, WebhookRequest
 from reconciler.config import Settings
 from reconciler.correlation import correlation_id
 from reconciler.errors import ConfigError, RejectedDelivery
@@ -78,6 +80,19 @@ def _reject_body(reason: str, status: str = "rejected") -> dict[str, str]:
     return {"status": status, "reason": reason}
 
 
+def _answer(reply: Reply) -> Response:
+    return Response(reply.body, status_code=reply.status, media_type=reply.content_type)
+
+
+def called_url(public_url: str | None, request: Request) -> str:
+    """The URL the provider called: behind a proxy the receiver sees its own host and scheme, so
+    ``[receiver] public_url`` (with the request's path and query) is what a provider signed."""
+    if public_url is None:
+        return str(request.url)
+    query = request.url.query
+    return public_url.rstrip("/") + request.url.path + (f"?{query}" if query else "")
+
+
 def create_app(
     settings: Settings,
     engine: Engine,
@@ -88,6 +103,7 @@ def create_app(
     verifiers = build_verifiers(settings) if verifiers is None else verifiers
     max_body = settings.receiver.max_body_bytes
     body_timeout = settings.receiver.body_timeout_seconds
+    public_url = settings.receiver.public_url
     committer = GroupCommitter(
         engine, writers=settings.receiver.writers, max_batch=settings.receiver.batch_max_size
     )
@@ -152,12 +168,25 @@ def create_app(
             metrics.disconnected.labels(name).inc()
             return Response(status_code=400)
         headers = dict(request.headers)  # Starlette lower-cases header names
+        incoming = WebhookRequest(
+            method=request.method,
+            url=called_url(public_url, request),
+            headers=headers,
+            body=body,
+            now=clock(),
+            query=tuple(request.query_params.multi_items()),
+        )
         try:
-            parsed = verifier.verify(headers, body, now=clock())
+            verdict = verifier.verify(incoming)
         except RejectedDelivery as exc:
             return await _reject(
                 RejectedRecord(name, exc.status_code, exc.reason, received_at, remote)
             )
+        if isinstance(verdict, Handshake):
+            return await _handshake(name, verdict, received_at, remote)
+        parsed, ack = (
+            (verdict.event, verdict.ack) if isinstance(verdict, Received) else (verdict, None)
+        )
         content_type = headers.get("content-type")
         problem = event_problem(parsed, headers, content_type)
         if problem is not None:
@@ -189,7 +218,28 @@ def create_app(
             log.warning("a redelivery with other content: kept, not applied", extra=_fields(item))
         else:
             log.debug("delivery %s", outcome.value, extra=_fields(item))
+        if ack is not None:  # the answer the provider expects (a duplicate is acknowledged alike)
+            return _answer(ack)
         return JSONResponse({"status": outcome.value, "event_id": parsed.event_id})
+
+    async def _handshake(
+        name: str, verdict: Handshake, received_at: datetime, remote: str | None
+    ) -> Response:
+        record = RejectedRecord(
+            name,
+            verdict.reply.status,
+            verdict.what,
+            received_at,
+            remote,
+            outcome=DeliveryOutcome.HANDSHAKE,
+        )
+        try:
+            await committer.submit(record)
+        except Exception:  # the answer matters more than its log line
+            log.exception("could not log a handshake", extra={"source": name})
+        metrics.deliveries.labels(name, DeliveryOutcome.HANDSHAKE.value).inc()
+        log.info("handshake answered: %s", verdict.what, extra={"source": name})
+        return _answer(verdict.reply)
 
     def _db_ok() -> bool:
         with engine.connect() as conn:

@@ -3,13 +3,12 @@ unsigned). How each provider signs and names its events is its own (``connectors
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from connectors.fingerprint import Segment
 from connectors.options import SourceOptions
-from connectors.parsing import ParsedEvent
 from connectors.provider import Provider
+from connectors.webhooks import Verdict, WebhookRequest
 from reconciler.config import SourceSettings
 from reconciler.sources import options_of, provider
 
@@ -32,9 +31,7 @@ class SourceVerifier:
     def extra_sensitive_headers(self) -> frozenset[str]:
         return self.provider.sensitive_headers(self.options)
 
-    def verify(self, headers: Mapping[str, str], body: bytes, *, now: float) -> ParsedEvent:
-        """Raise :class:`~reconciler.errors.RejectedDelivery` or return the event's identity.
-
-        ``headers`` must have lower-cased names.
-        """
-        return self.provider.verify(self.options, headers, body, self.secrets, now)
+    def verify(self, request: WebhookRequest) -> Verdict:
+        """Raise :class:`~reconciler.errors.RejectedDelivery` or return the provider's verdict: the
+        event's identity, with the answer it expects, or a handshake (``connectors.webhooks``)."""
+        return self.provider.verify(self.options, request, self.secrets)

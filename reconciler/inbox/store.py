@@ -53,7 +53,8 @@ class IncomingEvent:
 
 @dataclass(frozen=True)
 class RejectedRecord:
-    """A delivery refused before it could become an event."""
+    """A delivery refused before it could become an event (or, with ``outcome`` handshake, a
+    verified request that is no event: logged, answered, not stored as an event)."""
 
     source: str
     status_code: int
@@ -62,6 +63,7 @@ class RejectedRecord:
     remote_addr: str | None = None
     event_id: str | None = None
     delivery_id: str | None = None
+    outcome: DeliveryOutcome = DeliveryOutcome.REJECTED
 
 
 Item = IncomingEvent | RejectedRecord
@@ -166,14 +168,14 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
     conflicts: list[Conflict] = []
     for item in items:
         if isinstance(item, RejectedRecord):
-            outcomes.append(DeliveryOutcome.REJECTED)
+            outcomes.append(item.outcome)
             deliveries.append(
                 {
                     **rejected_row_values(
                         item.source, item.reason, item.event_id, item.delivery_id, item.remote_addr
                     ),
                     "received_at": item.received_at,
-                    "outcome": DeliveryOutcome.REJECTED,
+                    "outcome": item.outcome,
                     "status_code": item.status_code,
                 }
             )

@@ -64,6 +64,8 @@ LONGEST_PROVIDER_RETRY = timedelta(days=3)
 MARGIN = timedelta(days=4)
 FLOOR = LONGEST_PROVIDER_RETRY + MARGIN  # 7 days
 ENDED = (EventStatus.PROCESSED, EventStatus.IGNORED)
+# deliveries that never became an event: refused ones, and handshakes (Slack's url_verification)
+NO_EVENT = (DeliveryOutcome.REJECTED, DeliveryOutcome.HANDSHAKE)
 
 
 @dataclass
@@ -129,7 +131,7 @@ def _count(conn: Connection, cutoff: datetime, now: datetime) -> PruneResult:
         rejected=conn.execute(
             select(func.count())
             .select_from(d)
-            .where(d.c.outcome == DeliveryOutcome.REJECTED, d.c.received_at < cutoff)
+            .where(d.c.outcome.in_(NO_EVENT), d.c.received_at < cutoff)
         ).scalar_one(),
         snapshots=conn.execute(
             select(func.count()).select_from(q).where(q.c.at < cutoff)
@@ -215,7 +217,7 @@ def prune(
             delete(OUTBOX_SNAPSHOTS).where(OUTBOX_SNAPSHOTS.c.at < cutoff)
         ).rowcount
         result.rejected = conn.execute(
-            delete(d).where(d.c.outcome == DeliveryOutcome.REJECTED, d.c.received_at < cutoff)
+            delete(d).where(d.c.outcome.in_(NO_EVENT), d.c.received_at < cutoff)
         ).rowcount
         result.snapshots += conn.execute(delete(q).where(q.c.at < cutoff)).rowcount
         result.notifications = conn.execute(

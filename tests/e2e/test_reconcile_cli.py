@@ -260,6 +260,7 @@ def test_export_csv_columns_quoting_and_formula_injection(
         and missing[COLUMNS.index("cause")] == "not_received"
     )
     out_file = tmp_path / "reports" / "missing.csv"
+    out_file.parent.mkdir()  # (a folder that does not exist is refused: issue 34)
     assert main(["export", "--config", cfg, "--kind", "missing", "-o", str(out_file)]) == 0
     with out_file.open(newline="", encoding="utf-8") as fh:
         assert len(list(csv.reader(fh))) == 1 + len(scenario.dropped)

@@ -11,7 +11,8 @@ import standardwebhooks
 import stripe
 
 from connectors import signatures as sig
-from connectors.signatures import SignatureError
+from connectors.parsing import ParsedEvent
+from connectors.webhooks import SignatureError, WebhookRequest
 from tests.conftest import FIXTURES
 
 
@@ -239,7 +240,65 @@ def test_every_provider_signs_a_stored_delivery_afresh_so_that_it_verifies() -> 
         options = options_of(source, secrets=False)
         now = _time.time()
         signed = p.sign(options, stored, body, SECRETS[secrets[name]], now)
-        parsed = p.verify(
-            options, {k.lower(): v for k, v in signed.items()}, body, (SECRETS[secrets[name]],), now
+        request = WebhookRequest(
+            "POST",
+            f"http://127.0.0.1/webhooks/{name}",
+            {k.lower(): v for k, v in signed.items()},
+            body,
+            now,
         )
-        assert parsed.event_id, name
+        parsed = p.verify(options, request, (SECRETS[secrets[name]],))
+        assert isinstance(parsed, ParsedEvent) and parsed.event_id, name
+
+
+# -- senders built on Svix: the svix-* header names ---------------------------------------------------
+
+SVIX_SECRET = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+SVIX_BODY = b'{"type":"user.created","data":{"id":"user_1"}}'
+
+
+def _standard(headers: dict[str, str], body: bytes, now: float) -> ParsedEvent:
+    from connectors.generic import STANDARD
+    from reconciler.config import parse_settings
+    from reconciler.sources import options_of
+
+    settings = parse_settings(
+        {"sources": [{"name": "clerk", "kind": "standard", "signing_secret_env": "X"}]}, "<test>"
+    )
+    source = settings.source("clerk")
+    assert source is not None
+    request = WebhookRequest("POST", "http://127.0.0.1/webhooks/clerk", headers, body, now)
+    verdict = STANDARD.verify(options_of(source, secrets=False), request, (SVIX_SECRET,))
+    assert isinstance(verdict, ParsedEvent)
+    return verdict
+
+
+def test_a_standard_source_takes_the_svix_header_names_both_ways() -> None:
+    from datetime import UTC, datetime
+
+    from svix.webhooks import Webhook as SvixWebhook
+
+    from connectors.signatures import standard_sign
+
+    at = 1_764_547_200
+    # the published vector (shared/providers.md section 6, computed with svix 2.9.1)
+    signature = SvixWebhook(SVIX_SECRET).sign(
+        "msg_2Lx1ExampleId", datetime.fromtimestamp(at, UTC), SVIX_BODY.decode()
+    )
+    assert signature == "v1,9sg6jDJUHPZ6ua8Oayz+aH83fxbgZWXRnDxv2HnXioI="
+    sent = {"svix-id": "msg_2Lx1ExampleId", "svix-timestamp": str(at), "svix-signature": signature}
+    parsed = _standard(sent, SVIX_BODY, at + 1)
+    assert (parsed.event_id, parsed.event_type, parsed.object_id) == (
+        "msg_2Lx1ExampleId",
+        "user.created",
+        "user_1",
+    )
+    # what hookledger signs, svix accepts under its own names
+    now = int(time.time())
+    ours = standard_sign(SVIX_BODY, SVIX_SECRET, "msg_ours", now)
+    SvixWebhook(SVIX_SECRET).verify(
+        SVIX_BODY, {"svix-id": "msg_ours", "svix-timestamp": str(now), "svix-signature": ours}
+    )
+    # a changed body under svix names is refused like one under webhook-* names
+    with pytest.raises(SignatureError, match="does not match"):
+        _standard(sent, SVIX_BODY.replace(b"user_1", b"user_2"), at + 1)
