@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from connectors.parsing import decode_payload
+
 MAX_PATH_LENGTH = 256
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+|\*)\]")
 _ABSENT = object()
@@ -105,16 +107,19 @@ def canonical(payload: Any) -> bytes:
     ).encode()
 
 
-def _load(body: bytes) -> Any:
+def _load(body: bytes, content_type: str | None) -> Any:
     try:
-        return json.loads(body)
+        return decode_payload(body, content_type)
     except (ValueError, RecursionError):
         return _ABSENT
 
 
-def fingerprint(body: bytes, ignore: Sequence[tuple[Segment, ...]] = ()) -> str:
-    """A SHA-256 hex digest of the body's content as far as the event's identity goes."""
-    payload = _load(body)
+def fingerprint(
+    body: bytes, ignore: Sequence[tuple[Segment, ...]] = (), content_type: str | None = None
+) -> str:
+    """A SHA-256 hex digest of the body's content as far as the event's identity goes (a form body:
+    its fields, so the same fields in another order are the same content)."""
+    payload = _load(body, content_type)
     if payload is _ABSENT:
         return hashlib.sha256(body).hexdigest()
     try:
@@ -137,11 +142,15 @@ def _leaves(value: Any, prefix: str | None) -> Iterator[tuple[str, Any]]:
 
 
 def differences(
-    stored: bytes, later: bytes, ignore: Sequence[tuple[Segment, ...]] = ()
+    stored: bytes,
+    later: bytes,
+    ignore: Sequence[tuple[Segment, ...]] = (),
+    content_type: str | None = None,
 ) -> list[tuple[str, Any, Any]]:
     """(path, stored value, later value) for each leaf that differs, in path order; ``None`` for a
-    side that lacks the path. A body that is not JSON differs as a whole (path ``""``, its text)."""
-    a, b = _load(stored), _load(later)
+    side that lacks the path. A body that is neither JSON nor a form differs as a whole (path ``""``,
+    its text)."""
+    a, b = _load(stored, content_type), _load(later, content_type)
     if a is _ABSENT or b is _ABSENT:
         return [("", stored.decode("utf-8", "replace"), later.decode("utf-8", "replace"))]
     left = dict(_leaves(without(a, ignore), None))

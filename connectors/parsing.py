@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 from connectors.errors import RejectedDelivery
 
@@ -99,6 +100,43 @@ def load_json(body: bytes, *, required: bool) -> Any:
     if required:
         raise BadPayload(problem) from None
     return None
+
+
+FORM = "application/x-www-form-urlencoded"
+MAX_FORM_FIELDS = 10_000  # a 1 MiB body of empty fields must not become a million-key dict
+
+
+def is_form(content_type: str | None) -> bool:
+    """Whether the body is ``application/x-www-form-urlencoded`` (parameters after ``;`` aside)."""
+    return bool(content_type) and str(content_type).split(";", 1)[0].strip().lower() == FORM
+
+
+def form_fields(body: bytes) -> dict[str, Any]:
+    """A form body as field → value, a list of the values where a field repeats (in order). Raises
+    ValueError for a body that is not UTF-8 or holds more than :data:`MAX_FORM_FIELDS` fields."""
+    pairs = parse_qsl(
+        body.decode("utf-8"),
+        keep_blank_values=True,
+        errors="strict",
+        max_num_fields=MAX_FORM_FIELDS,
+    )
+    fields: dict[str, Any] = {}
+    for name, value in pairs:
+        if name not in fields:
+            fields[name] = value
+        elif isinstance(fields[name], list):
+            fields[name].append(value)
+        else:
+            fields[name] = [fields[name], value]
+    return fields
+
+
+def decode_payload(body: bytes, content_type: str | None = None) -> Any:
+    """The document a stored body holds: a form's fields for a form body, else its JSON. Raises
+    ValueError (UnicodeDecodeError and json's errors are ValueErrors) when it holds neither."""
+    if is_form(content_type):
+        return form_fields(body)
+    return json.loads(body)
 
 
 def _deeper_than(document: Any, limit: int) -> bool:

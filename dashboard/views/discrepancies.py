@@ -222,7 +222,9 @@ if conflict:
             f"**The two bodies** (the later one received {bodies.received_at:%Y-%m-%d %H:%M:%S} "
             "UTC and never applied; masked)"
         )
-        st.code(body_diff(bodies.stored, bodies.later, masker), language="diff")
+        st.code(
+            body_diff(bodies.stored, bodies.later, masker, bodies.content_type), language="diff"
+        )
 if row["kind"] == DiscrepancyKind.DIVERGED and len(related) > 0:
     st.markdown("**Every field of this object** (source beside local)")
     diff = [

@@ -175,7 +175,7 @@ if detail.messages:
     st.markdown("**Outgoing messages** this event's handler wrote (see the Outbox page)")
     widgets.dataframe(frames.table(detail.messages, tz), "e_messages")
 st.markdown("**Payload** (secrets and configured PII fields masked)")
-st.code(masker.mask_body(ev["body"]), language="json")
+st.code(masker.mask_body(ev["body"], ev["content_type"]), language="json")
 with st.expander("Stored headers"):
     st.json(masker.mask(ev["headers"] or {}))
 

@@ -92,7 +92,7 @@ def cmd_events_show(args: argparse.Namespace) -> int:
         )
     masker = Masker(cmd.settings.dashboard.mask_fields)
     if not args.raw:  # masked as the dashboard's Events page masks it
-        detail.event["body"] = masker.mask_body(detail.event["body"])
+        detail.event["body"] = masker.mask_body(detail.event["body"], detail.event["content_type"])
         detail.event["last_error"] = masker.mask(detail.event["last_error"])
         for attempt in detail.attempts:  # an error may quote the payload
             attempt["error"] = masker.mask(attempt.get("error"))

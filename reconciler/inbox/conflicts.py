@@ -56,6 +56,7 @@ class Conflict:
     delivery_row: int  # the later delivery's row in ``deliveries``
     received_at: datetime
     ignore: tuple[tuple[Segment, ...], ...] = ()
+    content_type: str | None = None  # (a form body's fields are compared, not its bytes)
 
 
 def _storable(text: str) -> str:
@@ -73,7 +74,9 @@ def _text(value: Any) -> str | None:
 
 def discrepancy_rows(conflict: Conflict) -> list[dict[str, Any]]:
     """One discrepancy row per differing path (at most ``MAX_FIELDS``)."""
-    diffs = differences(conflict.stored_body, conflict.later_body, conflict.ignore)
+    diffs = differences(
+        conflict.stored_body, conflict.later_body, conflict.ignore, conflict.content_type
+    )
     if not diffs:  # the fingerprints differ where the diff cannot say (e.g. number formatting)
         diffs = [("", None, None)]
     detail = {
@@ -139,6 +142,7 @@ class ConflictBodies:
     delivery_row: int
     received_at: datetime
     status: str  # the discrepancy's
+    content_type: str | None = None  # the stored event's
 
 
 def conflict_bodies(conn: Connection, discrepancy_id: int) -> ConflictBodies:
@@ -160,7 +164,7 @@ def conflict_bodies(conn: Connection, discrepancy_id: int) -> ConflictBodies:
         )
     ).first()
     stored = conn.execute(
-        select(INBOX_EVENTS.c.body, INBOX_EVENTS.c.fingerprint).where(
+        select(INBOX_EVENTS.c.body, INBOX_EVENTS.c.fingerprint, INBOX_EVENTS.c.content_type).where(
             INBOX_EVENTS.c.source == row.source, INBOX_EVENTS.c.event_id == row.event_id
         )
     ).first()
@@ -178,6 +182,7 @@ def conflict_bodies(conn: Connection, discrepancy_id: int) -> ConflictBodies:
         delivery_row,
         later.received_at,
         str(row.status),
+        stored.content_type,
     )
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import enum
 import importlib
-import json
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Table
 
+from connectors.parsing import decode_payload
 from reconciler.errors import ConfigError
 from reconciler.outbox.writer import Outbox
 from reconciler.storage.dialect import insert_for
@@ -105,7 +105,9 @@ class Event:
 
     @cached_property
     def payload(self) -> Any:
-        return json.loads(self.body)
+        """The body's document: its JSON, or a form body's fields (a dict; a list where a field
+        repeats)."""
+        return decode_payload(self.body, self.content_type)
 
 
 Handler = Callable[[Event, Connection], None]

@@ -139,7 +139,7 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
     (sqlalchemy/sqlalchemy#10445), so compiling per row would cost more than storing the row.
     """
     events = [it for it in items if isinstance(it, IncomingEvent)]
-    contents = {id(e): fingerprint(e.body, e.fingerprint_ignore) for e in events}
+    contents = {id(e): fingerprint(e.body, e.fingerprint_ignore, e.content_type) for e in events}
     inserted: set[tuple[str, str]] = set()
     if events:
         stmt = (
@@ -212,6 +212,7 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
                 delivery_row=int(delivery_row),
                 received_at=item.received_at,
                 ignore=item.fingerprint_ignore,
+                content_type=item.content_type,
             )
         )
     if deliveries:
@@ -281,5 +282,5 @@ def _compared_with(
     if content is None:
         if body is None:
             return None
-        content = fingerprint(body, item.fingerprint_ignore)
+        content = fingerprint(body, item.fingerprint_ignore, item.content_type)
     return content, body or b""

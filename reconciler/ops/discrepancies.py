@@ -179,10 +179,10 @@ def masked_values(rows: list[dict[str, Any]], masker: Masker) -> list[dict[str, 
     return out
 
 
-def body_diff(stored: bytes, later: bytes, masker: Masker) -> str:
+def body_diff(stored: bytes, later: bytes, masker: Masker, content_type: str | None = None) -> str:
     """A unified diff of the two bodies, pretty-printed with sorted keys and masked."""
-    a = masker.mask_body(stored).splitlines()
-    b = masker.mask_body(later).splitlines()
+    a = masker.mask_body(stored, content_type).splitlines()
+    b = masker.mask_body(later, content_type).splitlines()
     lines = difflib.unified_diff(
         a, b, "stored (applied)", "later delivery (not applied)", lineterm=""
     )

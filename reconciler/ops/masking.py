@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from connectors.parsing import decode_payload
 from reconciler.payment_text import MASK, is_payment_data, mask_payment_text
 
 __all__ = ["MASK", "Masker", "is_payment_data", "mask_payment_text"]
@@ -46,11 +47,11 @@ class Masker:
             return MASK if is_payment_data(value) else mask_payment_text(value)
         return value
 
-    def mask_body(self, body: bytes) -> str:
-        """A stored body pretty-printed with masks; a body that is not JSON is not shown at all
-        (it cannot be masked field by field)."""
+    def mask_body(self, body: bytes, content_type: str | None = None) -> str:
+        """A stored body pretty-printed with masks (a form body as its fields); a body that is
+        neither JSON nor a form is not shown at all (it cannot be masked field by field)."""
         try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return f"<{len(body)} bytes, not JSON: not shown>"
+            data = decode_payload(body, content_type)
+        except (ValueError, RecursionError):
+            return f"<{len(body)} bytes, neither JSON nor a form: not shown>"
         return json.dumps(self.mask(data), indent=2, sort_keys=True, ensure_ascii=False)

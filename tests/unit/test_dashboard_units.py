@@ -82,7 +82,7 @@ def test_masking_hides_secrets_everywhere_and_configured_pii() -> None:
     assert obj["items"] == [{"apiKey": MASK, "Access-Token": MASK}, {"amount": 5}]
     assert obj["token"] is None and shown["id"] == "evt_1"
     assert "jane@" not in masker.mask_body(json.dumps(body).encode())
-    assert masker.mask_body(b"\x00not json").startswith("<9 bytes, not JSON")
+    assert masker.mask_body(b"\x00not json").startswith("<9 bytes, neither JSON nor a form")
 
 
 def _dashboard(**auth: object) -> DashboardSettings:

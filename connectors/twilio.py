@@ -1,0 +1,159 @@
+"""Twilio's webhooks and status callbacks, received (``kind = "twilio"``): a provider that signs the
+URL it called, which is why a provider is given the whole request (``connectors.webhooks``).
+
+Facts (docs/providers.md "Twilio", with sources):
+
+- ``X-Twilio-Signature`` is the base64 HMAC-SHA1, keyed with the account's auth token, of the full URL
+  Twilio called (query included) followed by each POST parameter, sorted by name, as name + value
+  (twilio's ``RequestValidator.compute_signature``; values of a repeated name sorted too). Where a
+  Webhooks Rule applies, ``X-Twilio-Webhooks-Signature-Settings: key=…,algorithm=HMAC_SHA256`` names
+  another algorithm, keyed with that rule's SharedKey secret.
+- A JSON body is signed through the URL: its SHA-256 (hex) is the ``bodySHA256`` query parameter and
+  the signature covers the URL alone.
+- Twilio's own validator accepts the URL with and without the default port ("since sig generation on
+  back end is inconsistent"); so does this.
+- A status callback names its resource and the status it reached (``MessageSid`` + ``MessageStatus``,
+  ``CallSid`` + ``CallStatus``, …): that pair is the event's identity, so Twilio's retry of a callback
+  is a duplicate and each new status its own event.
+
+The receiver must know the URL Twilio called: behind a proxy, set ``[receiver] public_url``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+from connectors.options import SourceOptions
+from connectors.provider import Provider
+from connectors.webhooks import (
+    BadPayload,
+    ParsedEvent,
+    SignatureError,
+    Verdict,
+    WebhookRequest,
+    form_fields,
+    hmac_digest,
+    is_form,
+    load_json,
+    require_header,
+    required_id,
+    same_digest,
+    text_or_none,
+)
+
+SIGNATURE = "X-Twilio-Signature"
+SETTINGS = "X-Twilio-Webhooks-Signature-Settings"
+ALGORITHMS = {"HMAC_SHA1": "sha1", "HMAC_SHA256": "sha256"}
+# (the resource's id field, its status field, the object type): the first present names the event
+RESOURCES = (
+    ("MessageSid", "MessageStatus", "message"),
+    ("MessageSid", "SmsStatus", "message"),
+    ("CallSid", "CallStatus", "call"),
+    ("RecordingSid", "RecordingStatus", "recording"),
+    ("TranscriptionSid", "TranscriptionStatus", "transcription"),
+    ("ConferenceSid", "StatusCallbackEvent", "conference"),
+)
+
+
+def twilio_sign(
+    url: str, params: Mapping[str, Any], secret: str, algorithm: str = "HMAC_SHA1"
+) -> str:
+    """The ``X-Twilio-Signature`` Twilio would send for these form parameters (a value may be a
+    list of the values of a repeated name)."""
+    text = url
+    for name in sorted(params):
+        values = params[name] if isinstance(params[name], list) else [params[name]]
+        for value in sorted(set(values)):
+            text += name + value
+    digest = hmac_digest(secret.encode(), text.encode(), ALGORITHMS[algorithm])
+    return base64.b64encode(digest).decode()
+
+
+def _with_and_without_port(url: str) -> tuple[str, ...]:
+    parts = urlsplit(url)
+    if parts.port is not None:
+        return (url, urlunsplit(parts._replace(netloc=parts.netloc.rsplit(":", 1)[0])))
+    port = 443 if parts.scheme == "https" else 80
+    return (url, urlunsplit(parts._replace(netloc=f"{parts.netloc}:{port}")))
+
+
+def _algorithm(headers: Mapping[str, str]) -> str:
+    for part in (headers.get(SETTINGS.lower()) or "").split(","):
+        name, sep, value = part.partition("=")
+        if sep and name.strip() == "algorithm" and value.strip():
+            algorithm = value.strip().upper()
+            if algorithm not in ALGORITHMS:
+                raise SignatureError(f"{SETTINGS} names an unknown algorithm {value.strip()!r}")
+            return algorithm
+    return "HMAC_SHA1"
+
+
+def verify_twilio(
+    url: str, headers: Mapping[str, str], body: bytes, secrets: Iterable[str]
+) -> None:
+    """Twilio's signature over the URL it called (and the form's parameters, or the body's hash)."""
+    given = require_header(headers, SIGNATURE)
+    algorithm = _algorithm(headers)
+    body_hash = parse_qs(urlsplit(url).query).get("bodySHA256")
+    params: dict[str, Any] = {}
+    if body_hash:
+        if not same_digest(hashlib.sha256(body).hexdigest(), body_hash[0]):
+            raise SignatureError("the body's SHA-256 is not the URL's bodySHA256")
+    elif is_form(headers.get("content-type")):
+        try:
+            params = form_fields(body)
+        except ValueError:
+            raise BadPayload("the form body is not readable (UTF-8 fields)") from None
+    for secret in secrets:
+        for candidate in _with_and_without_port(url):
+            if same_digest(twilio_sign(candidate, params, secret, algorithm), given):
+                return
+    raise SignatureError(
+        f"{SIGNATURE} does not match (the URL signed must be the one Twilio called: "
+        "behind a proxy, set [receiver] public_url)"
+    )
+
+
+def parse_twilio(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
+    if is_form(headers.get("content-type")):
+        try:
+            fields = form_fields(body)
+        except ValueError:
+            raise BadPayload("the form body is not readable (UTF-8 fields)") from None
+        for sid_field, status_field, object_type in RESOURCES:
+            sid = text_or_none(fields.get(sid_field))
+            status = text_or_none(fields.get(status_field))
+            if sid and status:
+                return ParsedEvent(
+                    event_id=required_id(f"{sid}:{status}", f"{sid_field} and {status_field}"),
+                    event_type=f"{object_type}.{status}",
+                    object_type=object_type,
+                    object_id=sid,
+                )
+        raise BadPayload(
+            "a Twilio form names no resource and status (MessageSid and MessageStatus, CallSid and "
+            "CallStatus, …)"
+        )
+    document = load_json(body, required=True)
+    if not isinstance(document, dict):
+        raise BadPayload("body is not a JSON object")
+    return ParsedEvent(
+        event_id=required_id(document.get("id") or document.get("sid"), "id"),
+        event_type=text_or_none(document.get("type")),
+    )
+
+
+def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]) -> Verdict:
+    verify_twilio(request.url, request.headers, request.body, secrets)
+    return parse_twilio(request.headers, request.body)
+
+
+PROVIDER = Provider(
+    "twilio",
+    verify=_verify,
+    sensitive_headers=lambda options: frozenset({SIGNATURE.lower()}),
+)
