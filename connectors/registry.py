@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from connectors import generic, github, shopify, slack, stripe, twilio
+from connectors import adyen, generic, github, shopify, slack, stripe, twilio
 from connectors.base import Connector
 from connectors.budget import RequestBudget
 from connectors.errors import ConfigError
@@ -30,6 +30,7 @@ PROVIDERS: dict[str, Provider] = {
         generic.GENERIC,
         slack.PROVIDER,
         twilio.PROVIDER,
+        adyen.PROVIDER,
     )
 }
 

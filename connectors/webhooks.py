@@ -9,7 +9,8 @@ receiver. It returns one of:
 - a ``ParsedEvent``: the event's identity, acknowledged with the receiver's usual JSON answer;
 - :class:`Received`: the event and the answer the provider expects on success (:class:`Reply`);
 - :class:`Handshake`: a verified request that is no event; its reply is sent, the delivery is logged
-  with outcome ``handshake`` and nothing is stored as an event.
+  with outcome ``handshake`` and nothing is stored as an event;
+- :class:`Batch`: several events in one delivery, stored together or not at all.
 
 It raises :class:`RejectedDelivery` (or :class:`SignatureError`, a 401) for anything it refuses.
 
@@ -43,6 +44,8 @@ from connectors.parsing import (
 __all__ = [
     "ALGORITHMS",
     "BadPayload",
+    "Batch",
+    "BatchItem",
     "Handshake",
     "ParsedEvent",
     "Received",
@@ -117,7 +120,28 @@ class Handshake:
     what: str
 
 
-Verdict = ParsedEvent | Received | Handshake
+@dataclass(frozen=True)
+class BatchItem:
+    """One event of a delivery that holds several: its identity and its own document, stored as its
+    event's body."""
+
+    event: ParsedEvent
+    body: bytes
+    content_type: str | None = "application/json"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A delivery holding several events (Adyen's ``notificationItems``): each stored and
+    deduplicated on its own identity, all in one transaction with the delivery log; one item the
+    store cannot take refuses the whole delivery with a 4xx naming it (the provider sends it again,
+    nothing is half-stored). ``ack``: the answer the provider expects once they are stored."""
+
+    items: tuple[BatchItem, ...]
+    ack: Reply | None = None
+
+
+Verdict = ParsedEvent | Received | Handshake | Batch
 
 
 class SignatureError(RejectedDelivery):

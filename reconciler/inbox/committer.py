@@ -1,9 +1,10 @@
 """Group commit for the receiver.
 
-Each request hands its item to a queue and waits; a writer takes everything waiting at that moment and
+Each request hands its items to a queue and waits; a writer takes everything waiting at that moment and
 stores it in one transaction, then answers every waiter. Requests are still answered only after their
-row is committed, but one commit (the fsync) serves many requests. SQLite has one writer; PostgreSQL
-may run several (``[receiver] writers``).
+rows are committed, but one commit (the fsync) serves many requests. SQLite has one writer; PostgreSQL
+may run several (``[receiver] writers``). A request's items (a provider's batch: Adyen) are stored
+together or not at all: when a group fails, it is retried request by request, never item by item.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from reconciler.storage.models import DeliveryOutcome
 
 log = logging.getLogger(__name__)
 
-_Waiter = tuple[Item, "asyncio.Future[DeliveryOutcome]"]
+# one request's items, and its waiter for their outcomes (in order)
+_Waiter = tuple[tuple[Item, ...], "asyncio.Future[list[DeliveryOutcome]]"]
 
 
 class GroupCommitter:
@@ -42,10 +44,14 @@ class GroupCommitter:
         self._tasks = []
 
     async def submit(self, item: Item) -> DeliveryOutcome:
+        return (await self.submit_all((item,)))[0]
+
+    async def submit_all(self, items: Sequence[Item]) -> list[DeliveryOutcome]:
+        """Store these items in one transaction (with others' waiting then): their outcomes."""
         if self._queue is None:
             raise RuntimeError("GroupCommitter.start() was not awaited")
-        future: asyncio.Future[DeliveryOutcome] = asyncio.get_running_loop().create_future()
-        await self._queue.put((item, future))
+        future: asyncio.Future[list[DeliveryOutcome]] = asyncio.get_running_loop().create_future()
+        await self._queue.put((tuple(items), future))
         return await future
 
     def _write(self, items: Sequence[Item]) -> list[DeliveryOutcome]:
@@ -63,13 +69,15 @@ class GroupCommitter:
 
     async def _store(self, batch: list[_Waiter]) -> None:
         try:
-            outcomes = await asyncio.to_thread(self._write, [item for item, _ in batch])
+            outcomes = await asyncio.to_thread(
+                self._write, [item for items, _ in batch for item in items]
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             if len(batch) > 1 and not _unavailable(exc):
-                # The database refused something in the batch: retry each item in its own
-                # transaction so that only the item it refuses fails.
+                # The database refused something in the batch: retry each request in its own
+                # transaction so that only the request it refuses fails.
                 log.warning(
                     "a batch of %d deliveries failed (%s); storing them one by one",
                     len(batch),
@@ -83,9 +91,11 @@ class GroupCommitter:
                 if not future.done():
                     future.set_exception(exc)
             return
-        for (_, future), outcome in zip(batch, outcomes, strict=True):
+        start = 0
+        for items, future in batch:
             if not future.done():
-                future.set_result(outcome)
+                future.set_result(outcomes[start : start + len(items)])
+            start += len(items)
 
 
 def _unavailable(exc: BaseException) -> bool:

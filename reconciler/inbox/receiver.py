@@ -27,8 +27,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from connectors.parsing import mask_headers
-from connectors.webhooks import Handshake, Received, Reply, WebhookRequest
+from connectors.parsing import ParsedEvent, mask_headers
+from connectors.webhooks import Batch, BatchItem, Handshake, Received, Reply, WebhookRequest
 from reconciler.config import Settings
 from reconciler.correlation import correlation_id
 from reconciler.errors import ConfigError, RejectedDelivery
@@ -82,6 +82,18 @@ def _reject_body(reason: str, status: str = "rejected") -> dict[str, str]:
 
 def _answer(reply: Reply) -> Response:
     return Response(reply.body, status_code=reply.status, media_type=reply.content_type)
+
+
+def _as_batch(
+    verdict: ParsedEvent | Received | Batch, body: bytes, content_type: str | None
+) -> Batch:
+    """Every verdict that stores events as a batch: one event is a batch of one, its body the
+    request's."""
+    if isinstance(verdict, Batch):
+        return verdict
+    if isinstance(verdict, Received):
+        return Batch((BatchItem(verdict.event, body, content_type),), verdict.ack)
+    return Batch((BatchItem(verdict, body, content_type),))
 
 
 def called_url(public_url: str | None, request: Request) -> str:
@@ -184,43 +196,68 @@ def create_app(
             )
         if isinstance(verdict, Handshake):
             return await _handshake(name, verdict, received_at, remote)
-        parsed, ack = (
-            (verdict.event, verdict.ack) if isinstance(verdict, Received) else (verdict, None)
-        )
-        content_type = headers.get("content-type")
-        problem = event_problem(parsed, headers, content_type)
-        if problem is not None:
-            return await _reject(
-                RejectedRecord(
-                    name, 400, problem, received_at, remote, parsed.event_id, parsed.delivery_id
+        batch = _as_batch(verdict, body, headers.get("content-type"))
+        masked = mask_headers(headers, verifier.extra_sensitive_headers)
+        items = []
+        for n, one in enumerate(batch.items):
+            parsed = one.event
+            problem = event_problem(parsed, headers, one.content_type)
+            if problem is not None:  # nothing of the delivery is stored: the provider resends it
+                where = f"item {n}: " if len(batch.items) > 1 else ""
+                return await _reject(
+                    RejectedRecord(
+                        name,
+                        400,
+                        where + problem,
+                        received_at,
+                        remote,
+                        parsed.event_id,
+                        parsed.delivery_id,
+                    )
+                )
+            items.append(
+                IncomingEvent(
+                    source=name,
+                    parsed=parsed,
+                    body=one.body,
+                    headers=masked,
+                    received_at=received_at,
+                    content_type=one.content_type,
+                    remote_addr=remote,
+                    fingerprint_ignore=verifier.fingerprint_ignore,
+                    correlation_id=correlation_id(
+                        headers, parsed, verifier.source.correlation_header
+                    ),
                 )
             )
-        item = IncomingEvent(
-            source=name,
-            parsed=parsed,
-            body=body,
-            headers=mask_headers(headers, verifier.extra_sensitive_headers),
-            received_at=received_at,
-            content_type=content_type,
-            remote_addr=remote,
-            fingerprint_ignore=verifier.fingerprint_ignore,
-            correlation_id=correlation_id(headers, parsed, verifier.source.correlation_header),
-        )
         try:
-            outcome = await committer.submit(item)
+            outcomes = await committer.submit_all(items)
         except Exception:
             # Not stored, so not acknowledged: the provider will retry.
-            log.exception("storing a delivery failed", extra=_fields(item))
+            log.exception("storing a delivery failed", extra=_fields(items[0]))
             return JSONResponse(_reject_body("storage unavailable", "error"), status_code=503)
-        metrics.deliveries.labels(name, outcome.value).inc()
+        for item, outcome in zip(items, outcomes, strict=True):
+            metrics.deliveries.labels(name, outcome.value).inc()
+            if outcome is DeliveryOutcome.CONFLICT:
+                log.warning(
+                    "a redelivery with other content: kept, not applied", extra=_fields(item)
+                )
+            else:
+                log.debug("delivery %s", outcome.value, extra=_fields(item))
         metrics.ack_seconds.labels(name).observe(time.perf_counter() - arrived)
-        if outcome is DeliveryOutcome.CONFLICT:
-            log.warning("a redelivery with other content: kept, not applied", extra=_fields(item))
-        else:
-            log.debug("delivery %s", outcome.value, extra=_fields(item))
-        if ack is not None:  # the answer the provider expects (a duplicate is acknowledged alike)
-            return _answer(ack)
-        return JSONResponse({"status": outcome.value, "event_id": parsed.event_id})
+        if batch.ack is not None:  # what the provider expects (a duplicate is acknowledged alike)
+            return _answer(batch.ack)
+        if len(items) == 1:
+            return JSONResponse({"status": outcomes[0].value, "event_id": items[0].parsed.event_id})
+        return JSONResponse(
+            {
+                "status": "stored",
+                "events": [
+                    {"event_id": i.parsed.event_id, "status": o.value}
+                    for i, o in zip(items, outcomes, strict=True)
+                ],
+            }
+        )
 
     async def _handshake(
         name: str, verdict: Handshake, received_at: datetime, remote: str | None

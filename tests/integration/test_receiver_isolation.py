@@ -134,6 +134,37 @@ def test_a_batch_the_database_refuses_is_retried_item_by_item(engine: Engine) ->
         assert conn.execute(select(func.count()).select_from(INBOX_EVENTS)).scalar_one() == 20
 
 
+def test_a_providers_batch_is_stored_whole_or_not_at_all_beside_its_neighbours(
+    engine: Engine,
+) -> None:
+    """A delivery's items (an Adyen batch) share its fate when the database refuses one of them;
+    the other deliveries in the same group commit are stored."""
+    committer = GroupCommitter(engine, max_batch=50)
+
+    async def run() -> list[Any]:
+        await committer.start()
+        try:
+            whole = [_event("evt_b1"), _event("evt_b2")]
+            broken = [_event("evt_c1"), _event(None), _event("evt_c3")]
+            singles = [_event(f"evt_{i}") for i in range(5)]
+            return await asyncio.gather(
+                committer.submit_all(whole),
+                committer.submit_all(broken),
+                *(committer.submit(item) for item in singles),
+                return_exceptions=True,
+            )
+        finally:
+            await committer.stop()
+
+    results = asyncio.run(run())
+    assert results[0] == [DeliveryOutcome.ACCEPTED, DeliveryOutcome.ACCEPTED]
+    assert isinstance(results[1], BaseException)
+    assert results[2:] == [DeliveryOutcome.ACCEPTED] * 5
+    with engine.connect() as conn:
+        ids = set(conn.execute(select(INBOX_EVENTS.c.event_id)).scalars())
+    assert ids == {"evt_b1", "evt_b2", *(f"evt_{i}" for i in range(5))}  # no evt_c1, no evt_c3
+
+
 def _metric(text: str, name: str) -> dict[str, float]:
     out = {}
     for line in text.splitlines():
