@@ -113,3 +113,6 @@ class Provider:
     # the request budget a source of this kind gets unless configured (README "Request budget"):
     # below the provider's limit, leaving room for the application's own requests
     budget: BudgetSettings = DEFAULT_BUDGET
+    # False: its deliveries are checked with a value of its own keys (Discord's public key), so a
+    # source of this kind needs no signing_secret_env
+    signed_with_secret: bool = True

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from connectors import adyen, generic, github, shopify, slack, stripe, twilio
+from connectors import adyen, discord, generic, github, shopify, slack, stripe, twilio
 from connectors.base import Connector
 from connectors.budget import RequestBudget
 from connectors.errors import ConfigError
@@ -31,12 +31,17 @@ PROVIDERS: dict[str, Provider] = {
         slack.PROVIDER,
         twilio.PROVIDER,
         adyen.PROVIDER,
+        discord.PROVIDER,
     )
 }
 
 
 class AllProviderKeys(
-    stripe.StripeKeys, github.GitHubKeys, shopify.ShopifyKeys, generic.GenericSenderKeys
+    stripe.StripeKeys,
+    github.GitHubKeys,
+    shopify.ShopifyKeys,
+    generic.GenericSenderKeys,
+    discord.DiscordKeys,
 ):
     """Every provider's own keys, for the configuration's ``[[sources]]`` table (a new provider's
     keys class joins here, next to its entry above)."""

@@ -39,6 +39,7 @@ from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.schemes import SourceVerifier
 from reconciler.inbox.store import IncomingEvent, RejectedRecord
+from reconciler.sources import provider
 from reconciler.storage.models import DeliveryOutcome
 from reconciler.storage.types import utcnow
 
@@ -59,7 +60,9 @@ def build_verifiers(settings: Settings) -> dict[str, SourceVerifier]:
         if not source.enabled:
             continue
         try:
-            verifiers[source.name] = SourceVerifier(source, source.signing_secrets())
+            needs_secret = provider(source.kind).signed_with_secret or source.signing_secret_env
+            secrets = source.signing_secrets() if needs_secret else ()
+            verifiers[source.name] = SourceVerifier(source, secrets)
         except ConfigError as exc:
             problems.append(str(exc))
     if problems:

@@ -297,3 +297,34 @@ def test_the_edge_and_patience_keys_load_or_name_the_key(
     assert 1 <= loaded.receiver.limit_concurrency <= 100_000
     assert loaded.worker.sqlite_lock_warn_seconds > 0
     assert 1 <= loaded.reconcile.max_wait_seconds <= 86_400
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    kind=st.sampled_from(["discord", "stripe", "slack", "twilio", "adyen"]),
+    key=st.one_of(
+        st.none(),
+        st.text(alphabet="0123456789abcdefABCDEFxyz", max_size=70),
+        st.integers(),
+        st.just("ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c"),
+        st.just("00" * 32),
+    ),
+)
+def test_a_sources_public_key_loads_or_names_the_problem(kind: str, key: object) -> None:
+    """Issue 35's new source key: Discord's public key (a config value), refused elsewhere."""
+    from reconciler.config import parse_settings
+
+    source: dict[str, Any] = {"name": "s", "kind": kind}
+    if key is not None:
+        source["public_key"] = key
+    try:
+        loaded = parse_settings({"sources": [source]}, "<fuzz>")
+    except ConfigError as exc:
+        assert str(exc).startswith("<fuzz>: table [sources][0] (name 's')"), str(exc)
+        assert "\n" not in str(exc)
+        return
+    if key is None:  # no key: every kind but discord loads
+        assert kind != "discord"
+        return
+    assert kind == "discord" and isinstance(key, str) and len(key) == 64
+    assert loaded.sources[0].public_key == key
