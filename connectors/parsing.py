@@ -132,11 +132,26 @@ def form_fields(body: bytes) -> dict[str, Any]:
 
 
 def decode_payload(body: bytes, content_type: str | None = None) -> Any:
-    """The document a stored body holds: a form's fields for a form body, else its JSON. Raises
-    ValueError (UnicodeDecodeError and json's errors are ValueErrors) when it holds neither."""
+    """The document a stored body holds: a form's fields for a form body (a form whose one field is
+    ``payload`` holding JSON is that JSON: GitHub's form content type, Slack's interactivity), else
+    its JSON. Raises ValueError (UnicodeDecodeError and json's errors are ValueErrors) when it holds
+    neither."""
     if is_form(content_type):
-        return form_fields(body)
+        fields = form_fields(body)
+        wrapped = _form_json(fields)
+        return fields if wrapped is None else wrapped
     return json.loads(body)
+
+
+def _form_json(fields: Mapping[str, Any]) -> Any:
+    """The JSON document a ``payload=`` form carries, or None when it is a plain form."""
+    if set(fields) != {"payload"} or not isinstance(fields["payload"], str):
+        return None
+    try:
+        document = load_json(fields["payload"].encode(), required=False)
+    except RecursionError:
+        return None
+    return document if isinstance(document, dict | list) else None
 
 
 def _deeper_than(document: Any, limit: int) -> bool:
@@ -223,7 +238,14 @@ def parse_stripe(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
 def parse_github(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     guid = required_id(headers.get("x-github-delivery"), "header X-GitHub-Delivery")
     event = headers.get("x-github-event")
-    doc = load_json(body, required=False)
+    # a hook set to the form content type sends ``payload=<the same JSON>``
+    if is_form(headers.get("content-type")):
+        try:
+            doc = _form_json(form_fields(body))
+        except ValueError:
+            doc = None
+    else:
+        doc = load_json(body, required=False)
     doc = doc if isinstance(doc, dict) else {}
     action = text_or_none(doc.get("action"))
     obj = doc.get(event) if event else None

@@ -13,6 +13,10 @@ Facts (docs/providers.md "Slack", with sources):
   ``event_id``, so it is a duplicate. ``app_rate_limited`` tells the app Slack is dropping its events
   for a minute: answered, logged, not an event.
 
+- Interactivity (``payload=<JSON>``) and slash commands (form fields) are form bodies signed the same
+  way; each carries a ``trigger_id`` unique to the interaction, its identity here, and is acknowledged
+  with an empty 200.
+
 Slack has no API that lists the events it sent: a ``slack`` source is receive-only.
 """
 
@@ -28,13 +32,16 @@ from connectors.webhooks import (
     BadPayload,
     Handshake,
     ParsedEvent,
+    Received,
     Reply,
     SignatureError,
     Verdict,
     WebhookRequest,
     check_timestamp,
+    decode_payload,
     epoch_time,
     hmac_digest,
+    is_form,
     load_json,
     require_header,
     required_id,
@@ -42,6 +49,7 @@ from connectors.webhooks import (
     text_or_none,
 )
 
+FORM = "application/x-www-form-urlencoded"
 SIGNATURE = "X-Slack-Signature"
 TIMESTAMP = "X-Slack-Request-Timestamp"
 
@@ -72,7 +80,9 @@ def verify_slack(
     raise SignatureError(f"{SIGNATURE} does not match")
 
 
-def parse_slack(body: bytes) -> Verdict:
+def parse_slack(body: bytes, content_type: str | None = None) -> Verdict:
+    if is_form(content_type):
+        return _parse_form(body)
     document = load_json(body, required=True)
     if not isinstance(document, dict):
         raise BadPayload("body is not a JSON object")
@@ -103,6 +113,38 @@ def parse_slack(body: bytes) -> Verdict:
     )
 
 
+# Interactivity and slash commands are acknowledged with an empty 200 (Slack shows a non-empty answer
+# to a slash command in the channel)
+EMPTY_ACK = Reply(200)
+
+
+def _parse_form(body: bytes) -> Verdict:
+    """Interactivity (``payload=<JSON>``: a button, a modal's submission, a shortcut) or a slash
+    command (its own fields). Each carries a ``trigger_id`` unique to the interaction: its identity."""
+    try:
+        document = decode_payload(body, FORM)
+    except ValueError:
+        raise BadPayload("the form body is not readable (UTF-8 fields)") from None
+    if not isinstance(document, dict):
+        raise BadPayload("the form's payload is not a JSON object")
+    if "command" in document:  # a slash command
+        command = text_or_none(document.get("command"))
+        channel = text_or_none(document.get("channel_id"))
+        event_type = f"slash_command.{command}" if command else "slash_command"
+    else:
+        kind = text_or_none(document.get("type"))
+        box = document.get("channel")
+        channel = text_or_none(box.get("id")) if isinstance(box, dict) else None
+        event_type = f"interactivity.{kind}" if kind else "interactivity"
+    event = ParsedEvent(
+        event_id=required_id(document.get("trigger_id"), "trigger_id"),
+        event_type=event_type,
+        object_type="channel" if channel else None,
+        object_id=channel,
+    )
+    return Received(event, EMPTY_ACK)
+
+
 def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]) -> Verdict:
     verify_slack(
         request.headers,
@@ -111,7 +153,7 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
         now=request.now,
         tolerance=options.tolerance_seconds,
     )
-    return parse_slack(request.body)
+    return parse_slack(request.body, request.header("content-type"))
 
 
 def _sign(

@@ -360,3 +360,42 @@ def test_an_outage_logs_its_failure_once_not_a_traceback_a_request(
     assert len(failures) == 1, failures  # the rest held back and counted, logged a minute later
     record = json.loads(failures[0])
     assert record["source"] == "stripe" and "Traceback" in record["exc_info"]
+
+
+def test_a_github_hook_with_the_form_content_type_is_typed_and_decoded(
+    receiver: str, engine: Engine, db_url: str
+) -> None:
+    """Issue 35: a form-encoded GitHub delivery was typed `issues` (not `issues.opened`) and its
+    handler failed on json.loads."""
+    from urllib.parse import urlencode
+
+    from sqlalchemy import Connection
+
+    from connectors.signatures import github_sign
+    from reconciler.inbox.handlers import Event
+    from tests.conftest import SECRETS
+
+    document = {"action": "opened", "issue": {"id": 7, "title": "x"}, "repository": {"id": 42}}
+    body = urlencode({"payload": json.dumps(document)}).encode()
+    answer = httpx.post(
+        f"{receiver}/webhooks/github",
+        content=body,
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": "form-delivery-1",
+            "X-Hub-Signature-256": github_sign(body, SECRETS["github"]),
+        },
+    )
+    assert answer.status_code == 200 and answer.json()["status"] == "accepted"
+    seen: list[Any] = []
+
+    def on_issue(event: Event, conn: Connection) -> None:
+        seen.append((event.event_type, event.payload))
+
+    registry = HandlerRegistry()
+    registry.register("github", "*", on_issue)
+    worker = Worker(engine, make_settings(db_url), registry)
+    worker.drain()
+    worker.close()
+    assert seen == [("issues.opened", document)]

@@ -128,3 +128,50 @@ def test_the_url_verification_handshake_is_answered_logged_and_not_stored(
     # an unsigned one is not answered: the challenge proves the endpoint checks signatures
     forged = httpx.post(slack, content=body, headers={"Content-Type": "application/json"})
     assert forged.status_code == 401 and challenge not in forged.text
+
+
+def test_a_slash_command_is_acknowledged_empty_and_its_handler_gets_the_fields(
+    slack: str, engine: Engine, db_url: str
+) -> None:
+    from urllib.parse import urlencode
+
+    from sqlalchemy import Connection
+
+    from reconciler.inbox.handlers import Event, HandlerRegistry
+    from reconciler.inbox.worker import Worker
+
+    fields = {
+        "command": "/deploy",
+        "text": "api production",
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "channel_id": "C2147483705",
+    }
+    body = urlencode(fields).encode()
+    stamp = str(int(time.time()))
+    signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=body)
+    assert signature is not None
+    answer = httpx.post(
+        slack,
+        content=body,
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": signature,
+        },
+    )
+    assert answer.status_code == 200 and answer.content == b""  # nothing shown in the channel
+    seen: list[Any] = []
+
+    def on_command(event: Event, conn: Connection) -> None:
+        seen.append((event.event_type, event.payload))
+
+    registry = HandlerRegistry()
+    registry.register("team", "*", on_command)
+    settings = make_settings(
+        db_url,
+        sources=[{"name": "team", "kind": "slack", "signing_secret_env": "T_SLACK_SECRET"}],
+    )
+    worker = Worker(engine, settings, registry)
+    worker.drain()
+    worker.close()
+    assert seen == [("slash_command./deploy", fields)]

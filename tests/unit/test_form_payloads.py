@@ -3,6 +3,7 @@ fields, pure: the payload a handler gets, the fingerprint, the masked view."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -119,3 +120,18 @@ def test_a_form_body_is_shown_masked_field_by_field() -> None:
     shown = Masker(("email",)).mask_body(body, FORM)
     assert "4242 4242 4242 4242" not in shown and '"email": "<masked>"' in shown
     assert '"From": "+15005550001"' in shown
+
+
+def test_a_payload_form_is_the_json_it_carries_and_github_reads_its_action() -> None:
+    from connectors.parsing import parse_github
+
+    document = {"action": "opened", "issue": {"id": 7}, "repository": {"id": 42}}
+    body = urlencode({"payload": json.dumps(document)}).encode()
+    assert decode_payload(body, FORM) == document
+    parsed = parse_github(
+        {"x-github-delivery": "g-1", "x-github-event": "issues", "content-type": FORM}, body
+    )
+    assert (parsed.event_type, parsed.object_id) == ("issues.opened", "42")
+    # a form with other fields beside payload, or a payload that is no JSON document, stays a form
+    assert decode_payload(b"payload=%7B%7D&x=1", FORM) == {"payload": "{}", "x": "1"}
+    assert decode_payload(b"payload=hello", FORM) == {"payload": "hello"}

@@ -145,3 +145,46 @@ def test_any_signed_body_is_a_verdict_or_a_clear_4xx(
         assert verdict.event_id and verdict.event_id.strip() == verdict.event_id
     else:
         assert isinstance(verdict, Handshake) and verdict.reply.status == 200
+
+
+FORM = "application/x-www-form-urlencoded"
+
+
+def test_an_interaction_is_an_event_by_its_trigger_id_acknowledged_empty() -> None:
+    from urllib.parse import urlencode
+
+    from connectors.webhooks import Received
+
+    interaction = {
+        "type": "block_actions",
+        "trigger_id": "12466734323.1395872398.4ffd3f2a1",
+        "channel": {"id": "C0CH4NN3L", "name": "ops"},
+        "actions": [{"action_id": "approve", "action_ts": "1764547200.000100"}],
+    }
+    verdict = parse_slack(urlencode({"payload": json.dumps(interaction)}).encode(), FORM)
+    assert isinstance(verdict, Received) and verdict.ack.body == b""
+    assert (verdict.event.event_id, verdict.event.event_type, verdict.event.object_id) == (
+        "12466734323.1395872398.4ffd3f2a1",
+        "interactivity.block_actions",
+        "C0CH4NN3L",
+    )
+
+
+def test_a_slash_command_is_an_event_by_its_trigger_id() -> None:
+    from urllib.parse import urlencode
+
+    from connectors.webhooks import Received
+
+    fields = {
+        "command": "/deploy",
+        "text": "api production",
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "channel_id": "C2147483705",
+        "user_id": "U2147483697",
+    }
+    verdict = parse_slack(urlencode(fields).encode(), f"{FORM}; charset=utf-8")
+    assert isinstance(verdict, Received)
+    assert verdict.event.event_type == "slash_command./deploy"
+    assert verdict.event.event_id == fields["trigger_id"]
+    with pytest.raises(RejectedDelivery, match="trigger_id"):
+        parse_slack(urlencode({"command": "/deploy"}).encode(), FORM)
