@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import Field
 
 from connectors.options import ProviderKeys, SourceOptions
-from connectors.provider import Provider
+from connectors.provider import Provider, headers_named
 from connectors.webhooks import (
     BadPayload,
     Handshake,
@@ -131,4 +131,5 @@ PROVIDER = Provider(
     keys=DiscordKeys,
     validate=_rule,
     signed_with_secret=False,
+    sensitive_headers=headers_named(SIGNATURE),
 )

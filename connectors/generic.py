@@ -26,7 +26,7 @@ from connectors.http import ProviderClient, parse_link_header, redact_url
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, json_path_get, parse_generic, parse_standard
-from connectors.provider import ClientFactory, Provider, kept, timed_scheme
+from connectors.provider import ClientFactory, Provider, headers_named, kept, timed_scheme
 from connectors.signatures import generic_sign, standard_sign, verify_generic, verify_standard
 from connectors.webhooks import WebhookRequest
 
@@ -379,6 +379,7 @@ STANDARD = Provider(
     keys=ListKeys,
     validate=_list_rule,
     sign=_sign_standard,
+    sensitive_headers=headers_named("webhook-signature", "svix-signature"),
 )
 GENERIC = Provider(
     "generic",

@@ -42,7 +42,7 @@ from connectors.http import ProviderClient, fetch_ahead, parse_link_header, reda
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, parse_github
-from connectors.provider import ClientFactory, Provider, kept, scheme
+from connectors.provider import ClientFactory, Provider, headers_named, kept, scheme
 from connectors.signatures import github_sign, verify_github
 
 DEFAULT_BASE_URL = "https://api.github.com"
@@ -393,4 +393,5 @@ PROVIDER = Provider(
     # 5,000 requests an hour (the x-ratelimit-* headers then cap the rate to what is left above a
     # reserve); at most a few in flight, as its secondary limits ask
     budget=BudgetSettings(rate=10.0, concurrency=4),
+    sensitive_headers=headers_named("X-Hub-Signature", "X-Hub-Signature-256"),
 )

@@ -17,20 +17,9 @@ from urllib.parse import parse_qsl
 
 from connectors.errors import RejectedDelivery
 
-SENSITIVE_HEADERS = frozenset(
-    {
-        "stripe-signature",
-        "x-hub-signature",
-        "x-hub-signature-256",
-        "x-shopify-hmac-sha256",
-        "webhook-signature",
-        "svix-signature",
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "x-api-key",
-    }
-)
+# Credentials any request may carry, masked for every source; the headers holding a provider's
+# signature are its own to declare (``Provider.sensitive_headers``): one place for each provider.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
 MASK = "<masked>"
 MAX_ID_LENGTH = 255
 # Deeper than any provider's payload (tens of levels); every later reader of the body (fingerprint,
@@ -61,8 +50,9 @@ class BadPayload(RejectedDelivery):
 
 
 def mask_headers(headers: Mapping[str, str], extra: frozenset[str] = frozenset()) -> dict[str, str]:
-    """Headers as stored: lower-cased names, signature and credential values masked."""
-    hidden = SENSITIVE_HEADERS | extra
+    """Headers as stored: lower-cased names, credential values masked and those ``extra`` names
+    (the source's provider's signature headers)."""
+    hidden = CREDENTIAL_HEADERS | extra
     return {k.lower(): (MASK if k.lower() in hidden else v) for k, v in headers.items()}
 
 

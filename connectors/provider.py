@@ -31,6 +31,12 @@ Sign = Callable[[SourceOptions, Mapping[str, str], bytes, str, float], dict[str,
 DEFAULT_BUDGET = BudgetSettings(rate=10.0, concurrency=4)
 
 
+def headers_named(*names: str) -> Callable[[SourceOptions], frozenset[str]]:
+    """``Provider.sensitive_headers`` for a provider whose signature headers are fixed names."""
+    fixed = frozenset(name.lower() for name in names)
+    return lambda options: fixed
+
+
 def kept(headers: Mapping[str, str], *names: str) -> dict[str, str]:
     """The stored headers a re-signed delivery carries again (those present)."""
     return {name: headers[name] for name in names if headers.get(name)}
@@ -101,7 +107,9 @@ class Provider:
     validate: Callable[[Mapping[str, Any]], str | None] = no_rule
     # a fetched record stored as the receiver would have stored its delivery (backfill)
     as_delivery: Callable[[Record], tuple[ParsedEvent, bytes]] = record_as_delivery
-    # request headers that carry a secret for this source, beyond the common ones
+    # the request headers (lower-case) that carry its signature or a secret, masked wherever headers
+    # are stored or shown (credentials every request may carry are masked for all:
+    # parsing.CREDENTIAL_HEADERS)
     sensitive_headers: Callable[[SourceOptions], frozenset[str]] = field(
         default=lambda options: frozenset()
     )

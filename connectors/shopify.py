@@ -26,7 +26,7 @@ from connectors.http import ProviderClient, fetch_ahead, parse_link_header, reda
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import parse_shopify
-from connectors.provider import ClientFactory, Provider, kept, scheme
+from connectors.provider import ClientFactory, Provider, headers_named, kept, scheme
 from connectors.shopify_base import ShopifyBase
 from connectors.shopify_graphql import ShopifyGraphQLConnector
 from connectors.signatures import shopify_sign, verify_shopify
@@ -219,4 +219,5 @@ PROVIDER = Provider(
     sign=_sign,
     # the standard plan's bucket: 40 calls, leaking 2 a second; half of it may be spent at once
     budget=BudgetSettings(rate=2.0, concurrency=2, burst=20.0),
+    sensitive_headers=headers_named("X-Shopify-Hmac-Sha256"),
 )

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connectors.options import SourceOptions
-from connectors.provider import Provider, kept
+from connectors.provider import Provider, headers_named, kept
 from connectors.webhooks import (
     BadPayload,
     Handshake,
@@ -171,5 +171,5 @@ PROVIDER = Provider(
     "slack",
     verify=_verify,
     sign=_sign,
-    sensitive_headers=lambda options: frozenset({SIGNATURE.lower()}),
+    sensitive_headers=headers_named(SIGNATURE),
 )

@@ -40,7 +40,7 @@ from connectors.http import ProviderClient, fetch_ahead, redact_url, require
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.parsing import ParsedEvent, parse_stripe
-from connectors.provider import ClientFactory, Provider, timed_scheme
+from connectors.provider import ClientFactory, Provider, headers_named, timed_scheme
 from connectors.signatures import stripe_sign, verify_stripe
 from connectors.slices import Slice, SliceFetch, run_slices
 
@@ -466,4 +466,5 @@ PROVIDER = Provider(
     # Stripe allows 100 requests/s in live mode and 25 in test mode (shared/providers.md §1B); 20 a
     # second leaves the application room in either, 8 in flight reach it at 300 ms a page
     budget=BudgetSettings(rate=20.0, concurrency=8),
+    sensitive_headers=headers_named("Stripe-Signature"),
 )

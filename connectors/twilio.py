@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from connectors.options import SourceOptions
-from connectors.provider import Provider
+from connectors.provider import Provider, headers_named
 from connectors.webhooks import (
     BadPayload,
     ParsedEvent,
@@ -155,5 +155,5 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
 PROVIDER = Provider(
     "twilio",
     verify=_verify,
-    sensitive_headers=lambda options: frozenset({SIGNATURE.lower()}),
+    sensitive_headers=headers_named(SIGNATURE),
 )

@@ -200,7 +200,7 @@ def create_app(
         if isinstance(verdict, Handshake):
             return await _handshake(name, verdict, received_at, remote)
         batch = _as_batch(verdict, body, headers.get("content-type"))
-        masked = mask_headers(headers, verifier.extra_sensitive_headers)
+        masked = mask_headers(headers, verifier.sensitive_headers)
         items = []
         for n, one in enumerate(batch.items):
             parsed = one.event

@@ -28,7 +28,7 @@ class SourceVerifier:
         object.__setattr__(self, "fingerprint_ignore", self.source.fingerprint_paths())
 
     @property
-    def extra_sensitive_headers(self) -> frozenset[str]:
+    def sensitive_headers(self) -> frozenset[str]:
         return self.provider.sensitive_headers(self.options)
 
     def verify(self, request: WebhookRequest) -> Verdict:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from connectors import parsing
 from connectors.parsing import MASK, mask_headers
 from tests.conftest import FIXTURES
@@ -58,7 +60,34 @@ def test_json_path_and_masking() -> None:
     doc = {"a": {"b": [{"c": 1}]}}
     assert parsing.json_path_get(doc, "a.b.0.c") == 1
     assert parsing.json_path_get(doc, "a.x.c") is None
-    masked = mask_headers(
-        {"Stripe-Signature": "t=1,v1=abc", "Authorization": "Bearer x", "X-Ok": "1"}
-    )
+    from connectors.stripe import PROVIDER as STRIPE
+
+    sent = {"Stripe-Signature": "t=1,v1=abc", "Authorization": "Bearer x", "X-Ok": "1"}
+    # credentials are masked for every source; a signature header by its provider's own list
+    assert mask_headers(sent) == {
+        "stripe-signature": "t=1,v1=abc",
+        "authorization": MASK,
+        "x-ok": "1",
+    }
+    masked = mask_headers(sent, STRIPE.sensitive_headers(None))  # type: ignore[arg-type]
     assert masked == {"stripe-signature": MASK, "authorization": MASK, "x-ok": "1"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "header"),
+    [
+        ("stripe", "stripe-signature"),
+        ("github", "x-hub-signature-256"),
+        ("shopify", "x-shopify-hmac-sha256"),
+        ("standard", "webhook-signature"),
+        ("standard", "svix-signature"),
+        ("slack", "x-slack-signature"),
+        ("twilio", "x-twilio-signature"),
+        ("discord", "x-signature-ed25519"),
+    ],
+)
+def test_each_provider_declares_its_signature_header_sensitive(kind: str, header: str) -> None:
+    """One place for each provider's signature headers: its own ``sensitive_headers``."""
+    from connectors.registry import provider
+
+    assert header in provider(kind).sensitive_headers(None)  # type: ignore[arg-type]
