@@ -211,13 +211,19 @@ def parse_stripe(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     doc = load_json(body, required=True)
     if not isinstance(doc, dict):
         raise BadPayload("body is not a JSON object")
-    obj = json_path_get(doc, "data.object")
-    obj = obj if isinstance(obj, dict) else {}
+    if doc.get("object") == "v2.core.event":  # a thin event: its object by reference only
+        related = doc.get("related_object")
+        related = related if isinstance(related, dict) else {}
+        object_type, object_id = text_or_none(related.get("type")), text_or_none(related.get("id"))
+    else:
+        obj = json_path_get(doc, "data.object")
+        obj = obj if isinstance(obj, dict) else {}
+        object_type, object_id = text_or_none(obj.get("object")), text_or_none(obj.get("id"))
     return ParsedEvent(
         event_id=required_id(doc.get("id"), "body field id"),
         event_type=text_or_none(doc.get("type")),
-        object_type=text_or_none(obj.get("object")),
-        object_id=text_or_none(obj.get("id")),
+        object_type=object_type,
+        object_id=object_id,
         occurred_at=epoch_time(doc.get("created")),
         api_version=text_or_none(doc.get("api_version")),
         account=text_or_none(doc.get("account")),

@@ -33,13 +33,23 @@ from typing import Any
 
 from pydantic import Field
 
-from connectors.base import Access, Capabilities, Cursor, Gap, Listing, Page, Record, ScanOptions
+from connectors.base import (
+    Access,
+    Capabilities,
+    Connector,
+    Cursor,
+    Gap,
+    Listing,
+    Page,
+    Record,
+    ScanOptions,
+)
 from connectors.budget import BudgetSettings
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
-from connectors.parsing import ParsedEvent, parse_stripe
+from connectors.parsing import BadPayload, ParsedEvent, parse_stripe
 from connectors.provider import ClientFactory, Provider, headers_named, timed_scheme
 from connectors.signatures import stripe_sign, verify_stripe
 from connectors.slices import Slice, SliceFetch, run_slices
@@ -453,8 +463,23 @@ def _sign(
     }
 
 
+def thin_current(connector: Connector, payload: Any) -> Mapping[str, Any] | None:
+    """A v2 thin event (``"object": "v2.core.event"``) names its object in ``related_object`` and
+    carries no snapshot (https://docs.stripe.com/event-destinations#thin-events): the object's current
+    state, read from the API. A v1 event carries its snapshot in ``data.object``: None."""
+    if not (isinstance(payload, Mapping) and payload.get("object") == "v2.core.event"):
+        return None
+    related = payload.get("related_object")
+    kind = related.get("type") if isinstance(related, Mapping) else None
+    ident = related.get("id") if isinstance(related, Mapping) else None
+    if not (isinstance(kind, str) and kind and isinstance(ident, str) and ident):
+        raise BadPayload("the thin event has no related_object with a type and an id")
+    return connector.fetch_object(kind, ident)
+
+
 PROVIDER = Provider(
     "stripe",
+    current=thin_current,
     verify=timed_scheme(verify_stripe, parse_stripe),
     build=_build,
     keys=StripeKeys,

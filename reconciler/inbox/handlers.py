@@ -81,6 +81,10 @@ class Event:
     business_db: Business | None = field(default=None, compare=False, repr=False)
     # outgoing messages written with the handler's transaction (set by the worker and the drill)
     outbox_writer: Outbox | None = field(default=None, compare=False, repr=False)
+    # a thin notification's object as the provider holds it now, fetched before the handler ran
+    # (Stripe's v2 events); None for a delivery that is its own snapshot. event.payload stays the
+    # notification as it arrived.
+    current: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def business(self) -> Business:

@@ -37,8 +37,11 @@ import httpx
 from sqlalchemy import Connection, Engine, bindparam, insert, update
 from sqlalchemy.exc import OperationalError
 
-from reconciler.config import Settings
-from reconciler.errors import AmbiguousError, TransientError
+from connectors.base import Connector
+from connectors.errors import ConnectorError, NotFoundError, RejectedDelivery
+from connectors.http import RetryPolicy
+from reconciler.config import Settings, SourceSettings
+from reconciler.errors import AmbiguousError, HookledgerError, PermanentError, TransientError
 from reconciler.inbox.claims import claim_due
 from reconciler.inbox.forward import forward_event, make_forward_client
 from reconciler.inbox.handlers import (
@@ -55,6 +58,7 @@ from reconciler.inbox.retry import backoff_delay, classify_exception
 from reconciler.inbox.write_lock import WriteLockWatch
 from reconciler.outbox.writer import Outbox, insert_message
 from reconciler.payment_text import mask_payment_text
+from reconciler.sources import build_connector, provider
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
 from reconciler.storage.models import (
     INBOX_EVENTS,
@@ -70,6 +74,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_IGNORED_KEYS = 1000  # (source, type) pairs counted for the ignored log line
+# A thin notification's look-up retries briefly and leaves the rest to the event's own backoff: its
+# attempt holds the event's lease meanwhile
+FETCH_POLICY = RetryPolicy(max_attempts=3, base_delay=0.2, max_delay=2.0, max_total_wait=10.0)
 
 EVENTS = INBOX_EVENTS
 ATTEMPTS = PROCESSING_ATTEMPTS
@@ -138,6 +145,8 @@ class Worker:
         )
         self._expired: set[int] = set()  # claimed after their lease ran out
         self._ignored: dict[tuple[str, str], int] = {}  # (source, type) -> events marked ignored
+        self._connectors: dict[str, Connector] = {}  # thin notifications' look-ups, per source
+        self._connectors_lock = threading.Lock()
         self._started: dict[int, int] = {}  # event id -> attempts, its start already committed
         self._then: Event | None = None  # to start in the current event's outcome transaction
         self._then_attempts: int | None = None
@@ -218,6 +227,8 @@ class Worker:
         event = replace(event, business_db=self._business)
         try:
             event = self._start(event)
+            if fn is not None:
+                event = self._with_current(event)
             self._then = then  # _start's own transaction, if any, started nothing else
             verify = self.registry.verifier(event.source, event.event_type)
             if fn is not None and verify is not None and event.error_class == ErrorClass.AMBIGUOUS:
@@ -245,6 +256,39 @@ class Worker:
         log.debug("event %s", outcome.value, extra=extra)
         self.stats.add(outcome)
         return outcome
+
+    def _with_current(self, event: Event) -> Event:
+        """A thin notification's object fetched through the source's connector (its request budget
+        and retries), as ``event.current``. The provider unreachable: a transient failure, retried
+        with backoff; the object gone (404) or the notification unreadable: permanent."""
+        source = self.settings.source(event.source)
+        if source is None:
+            return event
+        fetch = provider(source.kind).current
+        if fetch is None:
+            return event
+        try:
+            payload = event.payload
+        except (ValueError, RecursionError):
+            return event  # (not a document: nothing to look up; the handler sees the bytes)
+        try:
+            current = fetch(self._connector(source), payload)
+        except NotFoundError as exc:
+            raise PermanentError(
+                f"the notification's object is gone at the provider: {exc}"
+            ) from exc
+        except RejectedDelivery as exc:
+            raise PermanentError(f"the notification cannot be read: {exc.reason}") from exc
+        except (ConnectorError, HookledgerError) as exc:
+            raise TransientError(f"fetching the notification's object failed: {exc}") from exc
+        return event if current is None else replace(event, current=current)
+
+    def _connector(self, source: SourceSettings) -> Connector:
+        """The source's connector, built once per worker (one HTTP client, one request budget)."""
+        with self._connectors_lock:
+            if source.name not in self._connectors:
+                self._connectors[source.name] = build_connector(source, policy=FETCH_POLICY)
+            return self._connectors[source.name]
 
     def _note_ignored(self, event: Event) -> None:
         """An event nobody handles is marked ignored: said in the log the first time for its source
@@ -531,6 +575,9 @@ class Worker:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+        for connector in self._connectors.values():
+            connector.close()
+        self._connectors.clear()
         if self._business_engine is not None:
             self._business_engine.dispose()
 

@@ -302,3 +302,29 @@ def test_a_standard_source_takes_the_svix_header_names_both_ways() -> None:
     # a changed body under svix names is refused like one under webhook-* names
     with pytest.raises(SignatureError, match="does not match"):
         _standard(sent, SVIX_BODY.replace(b"user_1", b"user_2"), at + 1)
+
+
+def test_a_v2_thin_event_reads_as_stripes_own_library_reads_it() -> None:
+    """A thin event's object is its related_object (no data.object snapshot); stripe's
+    parse_event_notification agrees on the identity, type and object, and accepts our signature."""
+    from connectors.parsing import parse_stripe
+    from connectors.signatures import stripe_sign
+
+    document = {
+        "id": "evt_test_65R9Ijk8DcJmk7ynL9N16S9gAvRx5Rh8pRC4lzBvhs8FOo",
+        "object": "v2.core.event",
+        "type": "v1.invoice.paid",
+        "livemode": False,
+        "created": "2026-12-05T10:00:00.000Z",
+        "related_object": {"id": "in_1", "type": "invoice", "url": "/v1/invoices/in_1"},
+    }
+    body = json.dumps(document).encode()
+    header = stripe_sign(body, "whsec_thin", int(time.time()))
+    theirs = stripe.StripeClient("sk_test_x").parse_event_notification(body, header, "whsec_thin")
+    ours = parse_stripe({}, body)
+    assert (ours.event_id, ours.event_type) == (theirs.id, theirs.type)
+    assert (ours.object_type, ours.object_id) == (
+        theirs.related_object.type,
+        theirs.related_object.id,
+    )
+    assert ours.occurred_at is not None and ours.occurred_at.year == 2026
