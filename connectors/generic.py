@@ -312,7 +312,12 @@ def _verify_generic(
 
 
 def _sign_standard(
-    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+    options: SourceOptions,
+    headers: Mapping[str, str],
+    body: bytes,
+    secret: str,
+    now: float,
+    url: str,
 ) -> dict[str, str]:
     msg_id = standard_headers(headers).get("webhook-id") or ""
     return {
@@ -324,7 +329,12 @@ def _sign_standard(
 
 
 def _sign_generic(
-    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+    options: SourceOptions,
+    headers: Mapping[str, str],
+    body: bytes,
+    secret: str,
+    now: float,
+    url: str,
 ) -> dict[str, str]:
     keys = options.own(GenericKeys)
     assert keys.signature_header is not None  # the provider's rule requires it

@@ -373,7 +373,12 @@ def _validate(values: Mapping[str, Any]) -> str | None:
 
 
 def _sign(
-    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+    options: SourceOptions,
+    headers: Mapping[str, str],
+    body: bytes,
+    secret: str,
+    now: float,
+    url: str,
 ) -> dict[str, str]:
     return {
         "content-type": headers.get("content-type") or "application/json",

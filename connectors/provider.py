@@ -23,9 +23,10 @@ ClientFactory = Callable[[str, dict[str, str], str], ProviderClient]
 # (options, the request as it arrived, signing secrets) -> the event (or the answer the provider
 # expects, or a handshake: connectors.webhooks), or RejectedDelivery
 Verify = Callable[[SourceOptions, WebhookRequest, tuple[str, ...]], Verdict]
-# (options, the stored delivery's lower-cased headers, body, signing secret, now) -> the headers of
-# the same delivery signed afresh (hookledger drill --target sends stored events again)
-Sign = Callable[[SourceOptions, Mapping[str, str], bytes, str, float], dict[str, str]]
+# (options, the stored delivery's lower-cased headers, body, signing secret, now, the URL it will be
+# sent to) -> the headers of the same delivery signed afresh (hookledger drill --target sends stored
+# events again; a provider that signs the URL signs that one)
+Sign = Callable[[SourceOptions, Mapping[str, str], bytes, str, float, str], dict[str, str]]
 
 
 DEFAULT_BUDGET = BudgetSettings(rate=10.0, concurrency=4)

@@ -194,7 +194,12 @@ def _build(
 
 
 def _sign(
-    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+    options: SourceOptions,
+    headers: Mapping[str, str],
+    body: bytes,
+    secret: str,
+    now: float,
+    url: str,
 ) -> dict[str, str]:
     return {
         "content-type": headers.get("content-type") or "application/json",

@@ -157,7 +157,12 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
 
 
 def _sign(
-    options: SourceOptions, headers: Mapping[str, str], body: bytes, secret: str, now: float
+    options: SourceOptions,
+    headers: Mapping[str, str],
+    body: bytes,
+    secret: str,
+    now: float,
+    url: str,
 ) -> dict[str, str]:
     return {
         "content-type": headers.get("content-type") or "application/json",

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from connectors.errors import UnsupportedError
 from connectors.options import SourceOptions
 from connectors.provider import Provider, headers_named
 from connectors.webhooks import (
@@ -152,8 +153,30 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
     return parse_twilio(request.headers, request.body)
 
 
+def _sign(
+    options: SourceOptions,
+    headers: Mapping[str, str],
+    body: bytes,
+    secret: str,
+    now: float,
+    url: str,
+) -> dict[str, str]:
+    """A stored callback signed afresh for the URL it is sent to (the drill's target)."""
+    content_type = headers.get("content-type") or "application/x-www-form-urlencoded"
+    if not is_form(content_type):
+        raise UnsupportedError(
+            "a JSON-bodied Twilio callback cannot be re-signed: its body's hash travels in the URL "
+            "Twilio called (bodySHA256), which is not the drill's"
+        )
+    return {
+        "content-type": content_type,
+        SIGNATURE.lower(): twilio_sign(url, form_fields(body), secret),
+    }
+
+
 PROVIDER = Provider(
     "twilio",
     verify=_verify,
+    sign=_sign,
     sensitive_headers=headers_named(SIGNATURE),
 )

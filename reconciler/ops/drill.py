@@ -366,7 +366,7 @@ def drill_target(
                 event = events[i]
                 if event.object_id:
                     keys.add(event.object_id)
-                headers = sign(options, event.headers, event.body, secret, clock())
+                headers = sign(options, event.headers, event.body, secret, clock(), url)
                 try:
                     answer = http.post(url, content=event.body, headers=headers)
                 except httpx.HTTPError as exc:

@@ -239,7 +239,7 @@ def test_every_provider_signs_a_stored_delivery_afresh_so_that_it_verifies() -> 
         assert p.sign is not None, name
         options = options_of(source, secrets=False)
         now = _time.time()
-        signed = p.sign(options, stored, body, SECRETS[secrets[name]], now)
+        signed = p.sign(options, stored, body, SECRETS[secrets[name]], now, "http://127.0.0.1/x")
         request = WebhookRequest(
             "POST",
             f"http://127.0.0.1/webhooks/{name}",

@@ -148,3 +148,23 @@ def test_any_signed_form_is_an_event_or_a_clear_4xx(
         assert 400 <= exc.status_code < 500 and exc.reason and "\n" not in exc.reason
         return
     assert parsed.event_id and parsed.object_id
+
+
+def test_a_stored_callback_is_signed_afresh_for_the_url_it_is_sent_to() -> None:
+    """hookledger drill --target sends stored events again: Twilio's signature must cover the
+    drill's own URL."""
+    from connectors.errors import UnsupportedError
+    from connectors.options import ProviderKeys, SourceOptions
+    from connectors.twilio import PROVIDER
+
+    assert PROVIDER.sign is not None
+    options = SourceOptions(name="sms", kind="twilio", keys=ProviderKeys())
+    body = urlencode({"MessageSid": "SM1", "MessageStatus": "sent"}).encode()
+    target = "http://staging.internal:8000/webhooks/sms"
+    headers = PROVIDER.sign(options, FORM, body, "token", 0.0, target)
+    verify_twilio(target, headers, body, ["token"])
+    assert RequestValidator("token").validate(
+        target, {"MessageSid": "SM1", "MessageStatus": "sent"}, headers["x-twilio-signature"]
+    )
+    with pytest.raises(UnsupportedError, match="cannot be re-signed"):
+        PROVIDER.sign(options, {"content-type": "application/json"}, b"{}", "token", 0.0, target)
