@@ -198,3 +198,93 @@ def record_github_outcomes(
             attempt.status, attempt.status_code = "failed to connect", 502
         elif attempt.guid in report.order or attempt.guid in lost:
             attempt.status, attempt.status_code = "OK", 200
+
+
+def slack_webhooks(seed: int, count: int, secret: str, now: float | None = None) -> list[Webhook]:
+    """Slack's Events API as a workspace's day sends it: the Request URL's verification first, then
+    ``count`` message and reaction events across three channels, signed as Slack signs."""
+    from connectors.slack import slack_sign
+
+    rng = random.Random(seed)
+    ts = int(now if now is not None else time.time())
+    documents: list[tuple[str, dict[str, Any]]] = [
+        (
+            "url_verification",
+            {"token": "demo", "challenge": f"demo-{seed}", "type": "url_verification"},
+        )
+    ]
+    for n in range(count):
+        channel = f"C0DEMO{rng.randrange(1, 4)}"
+        kind = rng.choice(["message", "message", "reaction_added", "app_mention"])
+        event: dict[str, Any] = {
+            "type": kind,
+            "channel": channel,
+            "ts": f"{ts - 86_400 + n}.000100",
+        }
+        if kind == "reaction_added":
+            event = {
+                "type": kind,
+                "reaction": "eyes",
+                "item": {"type": "message", "channel": channel},
+            }
+        event_id = f"Ev0DEMO{seed:04d}{n:06d}"
+        documents.append(
+            (
+                event_id,
+                {
+                    "type": "event_callback",
+                    "team_id": "T0DEMO",
+                    "api_app_id": "A0DEMO",
+                    "event_id": event_id,
+                    "event_time": ts - 86_400 + n * 60,
+                    "event": event,
+                },
+            )
+        )
+    out = []
+    for event_id, document in documents:
+        body = json.dumps(document).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "X-Slack-Request-Timestamp": str(ts),
+            "X-Slack-Signature": slack_sign(body, secret, ts),
+        }
+        out.append(Webhook(event_id, headers, body))
+    return out
+
+
+TWILIO_PATHS = (
+    ("queued", "sent", "delivered"),
+    ("queued", "sent", "undelivered"),
+    ("queued", "failed"),
+)
+
+
+def twilio_webhooks(seed: int, messages: int, token: str, url: str) -> list[Webhook]:
+    """Twilio's status callbacks for ``messages`` SMS, each through its statuses (most delivered,
+    some undelivered or failed), as form posts signed over ``url``, the URL Twilio calls."""
+    from urllib.parse import urlencode
+
+    from connectors.twilio import twilio_sign
+
+    rng = random.Random(seed)
+    out = []
+    for n in range(messages):
+        sid = f"SM{uuid.UUID(int=rng.getrandbits(128)).hex}"
+        statuses = rng.choices(TWILIO_PATHS, weights=(8, 1, 1))[0]
+        for status in statuses:
+            fields = {
+                "AccountSid": "AC0000000000000000000000000000demo",
+                "MessageSid": sid,
+                "MessageStatus": status,
+                "To": f"+1500555{n % 10000:04d}",
+                "From": "+15005550006",
+                "ApiVersion": "2010-04-01",
+            }
+            headers = {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "X-Twilio-Signature": twilio_sign(url, fields, token),
+                "I-Twilio-Idempotency-Token": str(uuid.UUID(int=rng.getrandbits(128))),
+            }
+            out.append(Webhook(f"{sid}:{status}", headers, urlencode(fields).encode()))
+    return out

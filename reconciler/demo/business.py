@@ -50,3 +50,18 @@ github_items = Table(  # issues and pull requests seen through webhooks
     Column("updated_at", String(32), nullable=False),
     Column("correlation_id", String(64)),
 )
+sms = Table(  # each text message's latest status, from Twilio's status callbacks in any order
+    "demo_sms",
+    metadata,
+    Column("message_sid", String(64), primary_key=True),
+    Column("status", String(32), nullable=False),
+    Column("rank", Integer, nullable=False),  # how far along its lifecycle the status is
+    Column("correlation_id", String(64)),
+)
+slack_activity = Table(  # what the team's Slack app was told, one row per event
+    "demo_slack_activity",
+    metadata,
+    Column("event_id", String(64), primary_key=True),
+    Column("kind", String(64)),
+    Column("channel", String(32)),
+)

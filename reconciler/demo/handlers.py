@@ -31,9 +31,10 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from reconciler.demo.business import github_items, invoices, ledger, orders
+from reconciler.demo.business import github_items, invoices, ledger, orders, slack_activity, sms
 from reconciler.errors import AmbiguousError, ConfigError, PermanentError, TransientError
 from reconciler.inbox.handlers import Event, HandlerRegistry, Verdict, upsert_if_newer
+from reconciler.storage.dialect import insert_for
 
 STEP = {"invoice.created": 0, "invoice.finalized": 1, "invoice.paid": 2, "invoice.voided": 2}
 
@@ -198,11 +199,45 @@ def github_activity(event: Event, conn: Connection) -> None:
         )
 
 
+# a status callback's place in a message's lifecycle: Twilio's callbacks may arrive in any order
+SMS_RANK = {"queued": 0, "sending": 1, "sent": 2, "failed": 3, "undelivered": 3, "delivered": 3}
+
+
+def twilio_status(event: Event, conn: Connection) -> None:
+    _outage(event)
+    fields = event.payload  # the form's fields
+    status = str(fields.get("MessageStatus") or "")
+    with event.business.begin() as biz:
+        upsert_if_newer(
+            biz,
+            sms,
+            {
+                "message_sid": str(fields["MessageSid"]),
+                "status": status,
+                "rank": SMS_RANK.get(status, 0),
+                "correlation_id": event.correlation_id,
+            },
+            key=["message_sid"],
+            version="rank",
+        )
+
+
+def slack_event(event: Event, conn: Connection) -> None:
+    _outage(event)
+    with event.business.begin() as biz:
+        biz.execute(
+            insert_for(biz, slack_activity).on_conflict_do_nothing(),
+            {"event_id": event.event_id, "kind": event.event_type, "channel": event.object_id},
+        )
+
+
 def register(registry: HandlerRegistry) -> HandlerRegistry:
     """The demo's handlers on ``registry`` (every type of each demo source)."""
     registry.register("stripe", "*", stripe_event)
     registry.register("shopify", "*", shopify_order, verify=order_written)
     registry.register("github", "*", github_activity)
+    registry.register("twilio", "*", twilio_status)
+    registry.register("slack", "*", slack_event)
     return registry
 
 

@@ -14,6 +14,8 @@ DEMO_ENV = {
     "HOOKLEDGER_DEMO_STRIPE_KEY": "sk_test_sandbox",
     "HOOKLEDGER_DEMO_GITHUB_TOKEN": "ghp_sandbox",
     "HOOKLEDGER_DEMO_SHOPIFY_TOKEN": "shpat_sandbox",
+    "HOOKLEDGER_DEMO_SLACK_SECRET": "demo-slack-signing-secret",
+    "HOOKLEDGER_DEMO_TWILIO_TOKEN": "demo-twilio-auth-token",
     # the outbox signs the receipts it sends to the demo's stand-in mailer (Standard Webhooks)
     "HOOKLEDGER_DEMO_MAILER_SECRET": "whsec_aG9va2xlZGdlci1kZW1vLW1haWxlci1zZWNyZXQtMzI=",
     # hookledger signs the notifications it sends to the demo's stand-in ops channel
@@ -124,6 +126,17 @@ object_type = "order"
 table = "demo_orders"
 key = "order_id"
 fields = {{ financial_status = "financial_status" }}
+
+# received, not reconciled: Slack lists no events, and Twilio's lists are not read yet
+[[sources]]
+name = "slack"
+kind = "slack"
+signing_secret_env = "HOOKLEDGER_DEMO_SLACK_SECRET"
+
+[[sources]]
+name = "twilio"
+kind = "twilio"
+signing_secret_env = "HOOKLEDGER_DEMO_TWILIO_TOKEN"
 """
 
 
