@@ -305,3 +305,78 @@ def test_fuzzed_deliveries_never_answer_5xx_nor_store(receiver: str, engine: Eng
     assert len(answered) >= 2000
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(INBOX_EVENTS)).scalar_one() == 0
+
+
+_NEW_KINDS = {
+    "slack": {"kind": "slack", "signing_secret_env": "T_GENERIC_SECRET"},
+    "twilio": {"kind": "twilio", "signing_secret_env": "T_GENERIC_SECRET"},
+    "adyen": {"kind": "adyen", "signing_secret_env": "T_ADYEN_KEY"},
+    "discord": {
+        "kind": "discord",
+        "public_key": "ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c",
+    },
+}
+_NEW_HEADERS = [
+    "X-Slack-Signature",
+    "X-Slack-Request-Timestamp",
+    "X-Twilio-Signature",
+    "X-Twilio-Webhooks-Signature-Settings",
+    "X-Signature-Ed25519",
+    "X-Signature-Timestamp",
+    "Content-Type",
+]
+_new_bodies = st.one_of(
+    _bodies,
+    st.just(b"payload=%7B%22type%22%3A1%7D"),
+    st.builds(
+        lambda psp: json.dumps(
+            {"notificationItems": [{"NotificationRequestItem": {"pspReference": psp}}]}
+        ).encode(),
+        st.text(max_size=20),
+    ),
+)
+
+
+def test_fuzzed_deliveries_to_the_new_kinds_never_answer_5xx_nor_store(
+    db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35's input paths (Slack, Twilio, Adyen, Discord; form bodies, batches, their headers):
+    any request is a 4xx with a reason, and nothing unsigned is stored."""
+    monkeypatch.setenv(
+        "T_ADYEN_KEY", "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA000"
+    )
+    config = make_settings(
+        db_url, sources=[{"name": name, **values} for name, values in _NEW_KINDS.items()]
+    )
+    client = httpx.Client(base_url=str(serve(create_app(config, engine)).url), timeout=10)
+
+    @settings(
+        max_examples=100,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(
+        headers=st.dictionaries(
+            st.sampled_from(_NEW_HEADERS),
+            st.one_of(
+                _signature_like,
+                _header_value,
+                st.sampled_from([b"application/x-www-form-urlencoded", b"application/json"]),
+            ),
+            max_size=5,
+        ),
+        body=_new_bodies,
+    )
+    def fuzz(headers: dict[str, bytes], body: bytes) -> None:
+        for target in _NEW_KINDS:
+            r = client.post(f"/webhooks/{target}", content=body, headers=headers)
+            assert 400 <= r.status_code < 500, (target, headers, body, r.text)
+            assert r.json()["reason"]
+
+    try:
+        fuzz()
+    finally:
+        client.close()
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(INBOX_EVENTS)).scalar_one() == 0
