@@ -10,6 +10,7 @@ that hold them (``signing_secret_env``, ``api_key_env``).
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import tomllib
@@ -349,6 +350,9 @@ class SourceSettings(_Table, registry.AllProviderKeys):
     fingerprint_ignore: tuple[str, ...] | None = None
     # the request header holding a correlation id (None: X-Correlation-Id, then X-Request-Id)
     correlation_header: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,64}$")
+    # an environment variable holding "user:password": deliveries must carry it as HTTP Basic auth
+    # (Adyen offers it on top of its HMAC; any provider that can send it may use it)
+    basic_auth_env: str | None = None
     # each provider's own keys come from its module (connectors.registry.AllProviderKeys)
     checks: tuple[CheckSettings, ...] = ()
 
@@ -405,6 +409,18 @@ class SourceSettings(_Table, registry.AllProviderKeys):
 
     def _env_secret(self, key: str, var: str | None, environ: Mapping[str, str] | None) -> str:
         return _env_secret(f"source '{self.name}'", key, var, environ)
+
+    def basic_auth(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The ``Authorization`` value deliveries must carry (None: not asked for)."""
+        if not self.basic_auth_env:
+            return None
+        pair = self._env_secret("basic_auth_env", self.basic_auth_env, environ)
+        if ":" not in pair:
+            raise ConfigError(
+                f"source '{self.name}': environment variable {self.basic_auth_env} (named by "
+                "basic_auth_env) must hold user:password"
+            )
+        return "Basic " + base64.b64encode(pair.encode()).decode()
 
     def signing_secrets(self, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
         """The signing secrets from the environment (comma-separated: every one is accepted)."""

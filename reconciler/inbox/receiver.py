@@ -62,7 +62,7 @@ def build_verifiers(settings: Settings) -> dict[str, SourceVerifier]:
         try:
             needs_secret = provider(source.kind).signed_with_secret or source.signing_secret_env
             secrets = source.signing_secrets() if needs_secret else ()
-            verifiers[source.name] = SourceVerifier(source, secrets)
+            verifiers[source.name] = SourceVerifier(source, secrets, source.basic_auth())
         except ConfigError as exc:
             problems.append(str(exc))
     if problems:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from connectors.fingerprint import Segment
 from connectors.options import SourceOptions
 from connectors.provider import Provider
-from connectors.webhooks import Verdict, WebhookRequest
+from connectors.webhooks import SignatureError, Verdict, WebhookRequest, same_digest
 from reconciler.config import SourceSettings
 from reconciler.sources import options_of, provider
 
@@ -17,6 +17,7 @@ from reconciler.sources import options_of, provider
 class SourceVerifier:
     source: SourceSettings
     secrets: tuple[str, ...]
+    basic_auth: str | None = None  # the Authorization value deliveries must carry, if any
     options: SourceOptions = field(init=False)
     provider: Provider = field(init=False)
     fingerprint_ignore: tuple[tuple[Segment, ...], ...] = field(init=False)
@@ -33,5 +34,10 @@ class SourceVerifier:
 
     def verify(self, request: WebhookRequest) -> Verdict:
         """Raise :class:`~reconciler.errors.RejectedDelivery` or return the provider's verdict: the
-        event's identity, with the answer it expects, or a handshake (``connectors.webhooks``)."""
+        event's identity, with the answer it expects, or a handshake (``connectors.webhooks``).
+        With ``basic_auth_env``, a delivery without those credentials is refused first."""
+        if self.basic_auth is not None:
+            given = request.header("authorization") or ""
+            if not same_digest(self.basic_auth, given):
+                raise SignatureError("missing or wrong HTTP Basic credentials (basic_auth_env)")
         return self.provider.verify(self.options, request, self.secrets)

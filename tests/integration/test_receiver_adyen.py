@@ -98,3 +98,41 @@ def test_one_bad_item_refuses_the_whole_delivery(
     assert answer.status_code == status and answer.json()["reason"].startswith(reason)
     events, outcomes = stored(engine)
     assert events == [] and outcomes == ["rejected"]  # the valid first item is not stored alone
+
+
+def test_basic_auth_on_the_endpoint_is_checked_before_anything_else(
+    db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adyen offers HTTP Basic auth on top of its HMAC (any source may ask for it)."""
+    monkeypatch.setenv("T_ADYEN_HMAC", KEY)
+    monkeypatch.setenv("T_ADYEN_BASIC", "adyen-notifier:s3cret")
+    settings = make_settings(
+        db_url,
+        sources=[
+            {
+                "name": "payments",
+                "kind": "adyen",
+                "signing_secret_env": "T_ADYEN_HMAC",
+                "basic_auth_env": "T_ADYEN_BASIC",
+            }
+        ],
+    )
+    url = f"{serve(create_app(settings, engine)).url}/webhooks/payments"
+    body = batch(item())
+    for auth in (None, ("adyen-notifier", "wrong"), ("someone", "s3cret")):
+        answer = httpx.post(
+            url, content=body, auth=auth, headers={"Content-Type": "application/json"}
+        )
+        assert answer.status_code == 401 and "Basic credentials" in answer.json()["reason"]
+    ok = httpx.post(
+        url,
+        content=body,
+        auth=("adyen-notifier", "s3cret"),
+        headers={"Content-Type": "application/json"},
+    )
+    assert (ok.status_code, ok.text) == (200, "[accepted]")
+    events, outcomes = stored(engine)
+    assert len(events) == 1 and outcomes == ["rejected"] * 3 + ["accepted"]
+    with engine.connect() as conn:
+        headers = conn.execute(select(INBOX_EVENTS.c.headers)).scalar_one()
+    assert headers["authorization"] == "<masked>"

@@ -328,3 +328,23 @@ def test_a_sources_public_key_loads_or_names_the_problem(kind: str, key: object)
         return
     assert kind == "discord" and isinstance(key, str) and len(key) == 64
     assert loaded.sources[0].public_key == key
+
+
+@settings(max_examples=80, deadline=None)
+@given(value=st.one_of(st.none(), st.text(max_size=30)))
+def test_basic_auth_env_holds_user_and_password_or_names_the_variable(value: str | None) -> None:
+    import base64
+
+    from reconciler.config import parse_settings
+
+    source = {"name": "pay", "kind": "adyen", "signing_secret_env": "K", "basic_auth_env": "BA"}
+    settings_ = parse_settings({"sources": [source]}, "<t>")
+    env = {} if value is None else {"BA": value}
+    try:
+        header = settings_.sources[0].basic_auth(env)
+    except ConfigError as exc:
+        assert "BA" in str(exc) and "\n" not in str(exc)
+        assert value is None or not value.strip() or ":" not in value.strip()
+        return
+    assert header is not None and header.startswith("Basic ")
+    assert base64.b64decode(header[6:]).decode() == (value or "").strip()
