@@ -125,7 +125,8 @@ class Provider:
     # False: its deliveries are checked with a value of its own keys (Discord's public key), so a
     # source of this kind needs no signing_secret_env
     signed_with_secret: bool = True
-    # a thin notification (a reference, no snapshot: Stripe's v2 events) -> the object's current
-    # state, fetched through the source's connector before the handler runs (event.current); None
-    # for a delivery that is a snapshot. Absent: the provider's deliveries are all snapshots.
-    current: Callable[[Connector, Any], Mapping[str, Any] | None] | None = None
+    # (the source's connector, built only when called; a stored delivery's payload) -> for a thin
+    # notification (a reference, no snapshot: Stripe's v2 events) the object's current state, read
+    # before the handler runs (event.current); None for a delivery that is its own snapshot, without
+    # building the connector. Absent: the provider's deliveries are all snapshots.
+    current: Callable[[Callable[[], Connector], Any], Mapping[str, Any] | None] | None = None

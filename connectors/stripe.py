@@ -468,7 +468,7 @@ def _sign(
     }
 
 
-def thin_current(connector: Connector, payload: Any) -> Mapping[str, Any] | None:
+def thin_current(connect: Callable[[], Connector], payload: Any) -> Mapping[str, Any] | None:
     """A v2 thin event (``"object": "v2.core.event"``) names its object in ``related_object`` and
     carries no snapshot (https://docs.stripe.com/event-destinations#thin-events): the object's current
     state, read from the API. A v1 event carries its snapshot in ``data.object``: None."""
@@ -479,7 +479,7 @@ def thin_current(connector: Connector, payload: Any) -> Mapping[str, Any] | None
     ident = related.get("id") if isinstance(related, Mapping) else None
     if not (isinstance(kind, str) and kind and isinstance(ident, str) and ident):
         raise BadPayload("the thin event has no related_object with a type and an id")
-    return connector.fetch_object(kind, ident)
+    return connect().fetch_object(kind, ident)
 
 
 PROVIDER = Provider(

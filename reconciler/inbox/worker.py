@@ -272,7 +272,7 @@ class Worker:
         except (ValueError, RecursionError):
             return event  # (not a document: nothing to look up; the handler sees the bytes)
         try:
-            current = fetch(self._connector(source), payload)
+            current = fetch(lambda: self._connector(source), payload)
         except NotFoundError as exc:
             raise PermanentError(
                 f"the notification's object is gone at the provider: {exc}"
