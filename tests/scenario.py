@@ -115,6 +115,9 @@ def settings_for(db_url: str, sandbox_url: str, page_size: int = 25) -> Settings
                     "signing_secret_env": "T_STRIPE_SECRET",
                     "page_size": page_size,
                     "initial_lookback_hours": 48,
+                    # no client-side pacing: the sandbox has no rate limit here, and the budget's
+                    # own behaviour is tested where it is the point (test_budget, the 429 tests)
+                    "max_requests_per_second": 0,
                     "checks": [
                         {
                             "object_type": "invoice",
@@ -316,6 +319,7 @@ api_key_env = "T_SBX_KEY"
 signing_secret_env = "T_STRIPE_SECRET"
 page_size = 25
 initial_lookback_hours = 48
+max_requests_per_second = 0
 [[sources.checks]]
 object_type = "invoice"
 table = "t_invoices"

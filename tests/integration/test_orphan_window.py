@@ -63,6 +63,7 @@ def _settings(db_url: str, base_url: str, concurrency: int, **source: Any) -> Se
                     "page_size": 4,
                     "initial_lookback_hours": 24,
                     "max_concurrency": concurrency,
+                    "max_requests_per_second": 0,  # (no pacing: the sandbox has no limit here)
                     **source,
                 }
             ],
