@@ -59,6 +59,7 @@ from reconciler.inbox.write_lock import WriteLockWatch
 from reconciler.outbox.writer import Outbox, insert_message
 from reconciler.payment_text import mask_payment_text
 from reconciler.sources import build_connector, provider
+from reconciler.storage.dialect import single_writer
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
 from reconciler.storage.models import (
     INBOX_EVENTS,
@@ -140,7 +141,7 @@ class Worker:
                 settings.worker.sqlite_lock_warn_seconds,
                 metrics.write_lock.observe if metrics is not None else None,
             )
-            if engine.dialect.name == "sqlite"
+            if single_writer(engine)
             else None
         )
         self._expired: set[int] = set()  # claimed after their lease ran out

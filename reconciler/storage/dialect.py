@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Engine, Table
 from sqlalchemy.dialects import postgresql, sqlite
 
 
@@ -61,3 +61,9 @@ class CompiledOnce:
             tuple(values[name] for name in compiled.positiontup) if compiled.positional else values
         )
         return list(conn.exec_driver_sql(compiled.string, params))
+
+
+def single_writer(engine: Engine) -> bool:
+    """Whether the database has one writer at a time (SQLite): a transaction that writes holds
+    everyone else's writes until it ends."""
+    return engine.dialect.name == "sqlite"
