@@ -79,17 +79,20 @@ def timed_scheme(
     return verify
 
 
-def record_as_delivery(record: Record) -> tuple[ParsedEvent, bytes]:
-    """A fetched record stored as if it had been delivered: its payload as the body."""
-    body = json.dumps(dict(record.payload)).encode()
-    parsed = ParsedEvent(
+def identity_of(record: Record) -> ParsedEvent:
+    """A fetched record's identity, as the receiver would have read it from its delivery."""
+    return ParsedEvent(
         event_id=str(record.event_id),
         event_type=record.event_type,
         object_type=record.object_type,
         object_id=record.object_id,
         occurred_at=record.occurred_at,
     )
-    return parsed, body
+
+
+def record_as_delivery(record: Record) -> tuple[ParsedEvent, bytes]:
+    """A fetched record stored as if it had been delivered: its payload as the body."""
+    return identity_of(record), json.dumps(dict(record.payload)).encode()
 
 
 def no_rule(values: Mapping[str, Any]) -> str | None:

@@ -9,7 +9,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from connectors import adyen, discord, generic, github, shopify, slack, stripe, twilio
+from connectors import (
+    adyen,
+    discord,
+    generic,
+    github,
+    shopify,
+    slack,
+    stripe,
+    twilio,
+    twilio_api,
+)
 from connectors.base import Connector
 from connectors.budget import RequestBudget
 from connectors.errors import ConfigError
@@ -42,6 +52,7 @@ class AllProviderKeys(
     shopify.ShopifyKeys,
     generic.GenericSenderKeys,
     discord.DiscordKeys,
+    twilio_api.TwilioKeys,
 ):
     """Every provider's own keys, for the configuration's ``[[sources]]`` table (a new provider's
     keys class joins here, next to its entry above)."""

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from connectors import twilio_api
 from connectors.errors import UnsupportedError
 from connectors.options import SourceOptions
 from connectors.provider import Provider, headers_named
@@ -177,6 +178,10 @@ def _sign(
 PROVIDER = Provider(
     "twilio",
     verify=_verify,
+    build=twilio_api.build,
+    keys=twilio_api.TwilioKeys,
+    validate=twilio_api.rule,
+    as_delivery=twilio_api.as_callback,
     sign=_sign,
     sensitive_headers=headers_named(SIGNATURE),
 )

@@ -12,6 +12,9 @@ Implements what the connectors use, with the providers' own shapes and paging:
 - Shopify: ``GET /admin/api/{version}/orders.json`` (``updated_at_min``, ``limit`` ≤ 250, ``page_info``
   in the ``Link`` header, which can't be combined with other filters) and ``orders/{id}.json``;
   ``X-Shopify-Access-Token``; ``X-Shopify-Shop-Api-Call-Limit`` on every answer.
+- Twilio: ``GET /2010-04-01/Accounts/{sid}.json``, its ``Messages.json`` and ``Calls.json``
+  (``DateSent>``/``StartTime>``, ``PageSize`` ≤ 1000, ``next_page_uri``) and one of each by SID;
+  HTTP Basic auth (``connectors.sandbox.twilio_api``).
 
 Fault switches (constructor or ``POST /_sandbox/faults``): 429 with ``Retry-After`` every Nth call, a burst
 of 5xx, slow pages, a malformed page; a provider's latency (``latency_ms`` give or take ``jitter``) and
@@ -40,6 +43,7 @@ from connectors.sandbox.common import CallWindow, Faults, Keys, Stats
 from connectors.sandbox.github_api import GITHUB_RETENTION, GitHubApi
 from connectors.sandbox.shopify_graphql import POINTS, RESTORE_RATE, ShopifyGraphQLApi
 from connectors.sandbox.stripe_api import StripeApi
+from connectors.sandbox.twilio_api import TwilioApi
 from connectors.sandbox.world import World
 
 __all__ = ["Faults", "Keys", "Sandbox", "Stats"]
@@ -61,6 +65,16 @@ def throttled(route: str, wait: float) -> Response:
             status_code=429,
             headers={"Retry-After": f"{max(wait, 0.05):.2f}"},
         )
+    if route.startswith("/2010-04-01/"):
+        return JSONResponse(
+            {
+                "code": 20429,
+                "message": "Too Many Requests",
+                "more_info": "https://www.twilio.com/docs/errors/20429",
+                "status": 429,
+            },
+            status_code=429,
+        )
     return JSONResponse(
         {"message": "You have exceeded a secondary rate limit. Please wait a few minutes."},
         status_code=429,
@@ -68,7 +82,7 @@ def throttled(route: str, wait: float) -> Response:
     )
 
 
-class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi):
+class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi, TwilioApi):
     def __init__(
         self,
         world: World,
@@ -143,6 +157,17 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi):
                 Route("/admin/api/{version}/orders.json", self.shopify_list, methods=["GET"]),
                 Route("/admin/api/{version}/orders/{id}.json", self.shopify_order, methods=["GET"]),
                 Route("/admin/api/{version}/graphql.json", self.shopify_graphql, methods=["POST"]),
+                Route("/2010-04-01/Accounts/{account}.json", self.twilio_account, methods=["GET"]),
+                Route(
+                    "/2010-04-01/Accounts/{account}/{resource}.json",
+                    self.twilio_list,
+                    methods=["GET"],
+                ),
+                Route(
+                    "/2010-04-01/Accounts/{account}/{resource}/{sid}.json",
+                    self.twilio_resource,
+                    methods=["GET"],
+                ),
                 Route("/_sandbox/faults", self.set_faults, methods=["POST"]),
                 Route("/_sandbox/stats", self.get_stats, methods=["GET"]),
                 Route("/_sandbox/health", self.health, methods=["GET"]),

@@ -29,6 +29,10 @@ class Keys:
     # the Shopify token's access scopes (GET /admin/oauth/access_scopes.json)
     github_scopes: str = "admin:repo_hook"
     shopify_scopes: tuple[str, ...] = ("read_orders",)
+    # Twilio: the account SID and its auth token, and API keys (SID -> secret) that may read it
+    twilio_account: str = "AC" + "0" * 28 + "demo"
+    twilio_token: str = "sandbox-twilio-auth-token"
+    twilio_api_keys: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -253,38 +253,33 @@ def slack_webhooks(seed: int, count: int, secret: str, now: float | None = None)
     return out
 
 
-TWILIO_PATHS = (
-    ("queued", "sent", "delivered"),
-    ("queued", "sent", "undelivered"),
-    ("queued", "failed"),
-)
-
-
-def twilio_webhooks(seed: int, messages: int, token: str, url: str) -> list[Webhook]:
-    """Twilio's status callbacks for ``messages`` SMS, each through its statuses (most delivered,
-    some undelivered or failed), as form posts signed over ``url``, the URL Twilio calls."""
+def twilio_webhooks(world: World, token: str, url: str) -> list[Webhook]:
+    """Twilio's status callbacks for the world's messages and calls, one for each status each went
+    through, as form posts signed over ``url``, the URL Twilio calls."""
     from urllib.parse import urlencode
 
     from connectors.twilio import twilio_sign
 
-    rng = random.Random(seed)
     out = []
-    for n in range(messages):
-        sid = f"SM{uuid.UUID(int=rng.getrandbits(128)).hex}"
-        statuses = rng.choices(TWILIO_PATHS, weights=(8, 1, 1))[0]
-        for status in statuses:
+    resources = [("Message", m) for m in world.twilio_messages.values()]
+    resources += [("Call", c) for c in world.twilio_calls.values()]
+    for prefix, item in resources:
+        sid = item["sid"]
+        for status in world.twilio_paths[sid]:
             fields = {
-                "AccountSid": "AC0000000000000000000000000000demo",
-                "MessageSid": sid,
-                "MessageStatus": status,
-                "To": f"+1500555{n % 10000:04d}",
-                "From": "+15005550006",
-                "ApiVersion": "2010-04-01",
+                "AccountSid": item["account_sid"],
+                f"{prefix}Sid": sid,
+                f"{prefix}Status": status,
+                "To": item["to"],
+                "From": item["from"],
+                "ApiVersion": item["api_version"],
             }
             headers = {
                 "Content-Type": "application/x-www-form-urlencoded",
                 "X-Twilio-Signature": twilio_sign(url, fields, token),
-                "I-Twilio-Idempotency-Token": str(uuid.UUID(int=rng.getrandbits(128))),
+                "I-Twilio-Idempotency-Token": str(
+                    uuid.uuid5(uuid.NAMESPACE_URL, f"{sid}:{status}")
+                ),
             }
             out.append(Webhook(f"{sid}:{status}", headers, urlencode(fields).encode()))
     return out

@@ -1,7 +1,8 @@
 """The sandbox's data: a deterministic history of provider events built from a seed.
 
 Object and event shapes follow the providers' published examples (shared/fixtures/providers/):
-Stripe ``event``/``invoice``/``charge`` objects, GitHub ``hook-delivery-item``s, Shopify REST orders.
+Stripe ``event``/``invoice``/``charge`` objects, GitHub ``hook-delivery-item``s, Shopify REST orders,
+Twilio Message and Call resources.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ class World:
     stripe_objects: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     github_attempts: list[GitHubAttempt] = field(default_factory=list)
     shopify_orders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Twilio's messages and calls by SID, as its API shows them (their current status)
+    twilio_messages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    twilio_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the statuses each went through, in order: one status callback each
+    twilio_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def stripe_event(self, event_id: str) -> dict[str, Any] | None:
         return next((e for e in self.stripe_events if e["id"] == event_id), None)
@@ -253,6 +259,72 @@ def _shopify(
         }
 
 
+TWILIO_ACCOUNT = "AC" + "0" * 28 + "demo"
+# a message's statuses (most delivered, some undelivered or failed); a call's, as its callbacks
+# report them
+TWILIO_MESSAGE_PATHS = (
+    ("queued", "sent", "delivered"),
+    ("queued", "sent", "undelivered"),
+    ("queued", "failed"),
+)
+TWILIO_CALL_ENDS = ("completed", "busy", "no-answer", "failed")
+
+
+def twilio_time(at: datetime) -> str:
+    """Twilio's RFC 2822 dates."""
+    return at.strftime("%a, %d %b %Y %H:%M:%S +0000")
+
+
+def _twilio(
+    world: World, rng: random.Random, messages: int, calls: int, start: datetime, span: timedelta
+) -> None:
+    for n in range(messages):
+        sid = f"SM{uuid.UUID(int=rng.getrandbits(128)).hex}"
+        path = rng.choices(TWILIO_MESSAGE_PATHS, weights=(8, 1, 1))[0]
+        sent = start + timedelta(seconds=rng.uniform(0, span.total_seconds()))
+        updated = sent + timedelta(seconds=rng.uniform(1, 90))
+        world.twilio_paths[sid] = path
+        world.twilio_messages[sid] = {
+            "account_sid": TWILIO_ACCOUNT,
+            "api_version": "2010-04-01",
+            "body": f"Your code is {rng.randrange(100000, 999999)}",
+            "date_created": twilio_time(sent),
+            "date_sent": twilio_time(sent),
+            "date_updated": twilio_time(updated),
+            "direction": "outbound-api",
+            "error_code": 30003 if path[-1] in ("undelivered", "failed") else None,
+            "from": "+15005550006",
+            "num_segments": "1",
+            "price": "-0.00750",
+            "price_unit": "USD",
+            "sid": sid,
+            "status": path[-1],
+            "to": f"+1500555{n % 10000:04d}",
+            "uri": f"/2010-04-01/Accounts/{TWILIO_ACCOUNT}/Messages/{sid}.json",
+        }
+    for n in range(calls):
+        sid = f"CA{uuid.UUID(int=rng.getrandbits(128)).hex}"
+        end = rng.choices(TWILIO_CALL_ENDS, weights=(7, 1, 1, 1))[0]
+        began = start + timedelta(seconds=rng.uniform(0, span.total_seconds()))
+        duration = rng.randrange(5, 600) if end == "completed" else 0
+        world.twilio_paths[sid] = (end,)
+        world.twilio_calls[sid] = {
+            "account_sid": TWILIO_ACCOUNT,
+            "api_version": "2010-04-01",
+            "date_created": twilio_time(began),
+            "date_updated": twilio_time(began + timedelta(seconds=duration + 1)),
+            "direction": "outbound-api",
+            "duration": str(duration),
+            "end_time": twilio_time(began + timedelta(seconds=duration)),
+            "from": "+15005550006",
+            "sid": sid,
+            "start_time": twilio_time(began),
+            "status": end,
+            "to": f"+1500555{n % 10000:04d}",
+            "uri": f"/2010-04-01/Accounts/{TWILIO_ACCOUNT}/Calls/{sid}.json",
+        }
+
+
 def build_world(
     seed: int = 1,
     *,
@@ -263,6 +335,8 @@ def build_world(
     span: timedelta = timedelta(hours=24),
     old_stripe_events: int = 0,
     github_failure_rate: float = 0.05,
+    twilio_messages: int = 0,
+    twilio_calls: int = 0,
 ) -> World:
     """A reproducible world: the same seed and ``now`` give the same ids, times and states.
 
@@ -279,4 +353,13 @@ def build_world(
         world, rng, github_deliveries, now - span, span - timedelta(seconds=1), github_failure_rate
     )
     _shopify(world, rng, shopify_orders, now - span, span - timedelta(hours=1))
+    # a generator of its own: Twilio's history leaves the other providers' ids as they were
+    _twilio(
+        world,
+        random.Random(f"{seed}-twilio"),
+        twilio_messages,
+        twilio_calls,
+        now - span,
+        span - timedelta(minutes=15),
+    )
     return world

@@ -167,12 +167,14 @@ def _webhooks(world: World, settings: Settings, seed: int) -> dict[str, list[Web
 RECEIVE_ONLY = ("slack", "twilio")
 
 
-def _receive_only_webhooks(settings: Settings, seed: int, n: int) -> dict[str, list[Webhook]]:
+def _receive_only_webhooks(
+    world: World, settings: Settings, seed: int, n: int
+) -> dict[str, list[Webhook]]:
     secrets = {s.name: s.signing_secrets()[0] for s in settings.sources}
     twilio_url = f"http://{settings.receiver.host}:{settings.receiver.port}/webhooks/twilio"
     return {
         "slack": slack_webhooks(seed, max(10, n // 20), secrets["slack"]),
-        "twilio": twilio_webhooks(seed, max(5, n // 40), secrets["twilio"], twilio_url),
+        "twilio": twilio_webhooks(world, secrets["twilio"], twilio_url),
     }
 
 
@@ -473,13 +475,14 @@ def run_demo(opts: DemoOptions) -> DemoResult:
         github_deliveries=n * 30 // 100,
         shopify_orders=n * 15 // 100,
         github_failure_rate=0.0,  # GitHub's log will record exactly what the sender dropped
+        twilio_messages=max(5, n // 40),
     )
     hooks = _webhooks(world, settings, opts.seed)
     plans: dict[str, tuple[list[Webhook], Report]] = {
         name: plan(h, FAULTS, seed=opts.seed * 31 + i) for i, (name, h) in enumerate(hooks.items())
     }
     reports = {name: r for name, (_, r) in plans.items()}  # what the reconciliation must find
-    extra = _receive_only_webhooks(settings, opts.seed, n)
+    extra = _receive_only_webhooks(world, settings, opts.seed, n)
     for i, (name, h) in enumerate(extra.items()):
         plans[name] = plan(h, FAULTS, seed=opts.seed * 37 + i)
     delivered = {name: r for name, (_, r) in plans.items()}  # every source the day delivers to
