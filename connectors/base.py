@@ -120,6 +120,9 @@ class ScanOptions:
     # fetcher threads, before the caller takes the page (``Page.prepared``); the caller does it
     # itself for a page without it. It must be thread-safe.
     prepare: Callable[[Sequence[Record]], Any] | None = None
+    # The ids of the objects the inbox holds events of for this source since the scan's look-back,
+    # streamed: a provider with no list API reads each back (GoPay's payments).
+    known_objects: Callable[[], Iterator[str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -167,9 +167,15 @@ class ProviderClient:
         json: Any = None,
         permission: str = "",
         expected: tuple[int, ...] = (200,),
+        form: Mapping[str, str] | None = None,
+        auth: tuple[str, str] | None = None,
     ) -> httpx.Response:
-        """Send with retries; return a response whose status is in ``expected``."""
-        return self._send(method, url, params, json, permission, expected, decode=False)[1]
+        """Send with retries; return a response whose status is in ``expected`` (``form``: a
+        form-encoded body; ``auth``: HTTP Basic credentials for this request alone, as an OAuth
+        token request carries them)."""
+        return self._send(
+            method, url, params, json, permission, expected, decode=False, form=form, auth=auth
+        )[1]
 
     def get_json(
         self, url: str, *, params: Any = None, permission: str = ""
@@ -190,6 +196,8 @@ class ProviderClient:
         expected: tuple[int, ...],
         *,
         decode: bool,
+        form: Mapping[str, str] | None = None,
+        auth: tuple[str, str] | None = None,
     ) -> tuple[Any, httpx.Response]:
         """The retry loop. Transient failures (a transport error, 408/5xx, a bare 429, and with
         ``decode`` an answer that is not JSON: a proxy's HTML page, a body cut short) take one of
@@ -206,7 +214,9 @@ class ProviderClient:
             sends += 1
             try:
                 with self.budget.slot():
-                    response = self._client.request(method, target, params=params, json=json)
+                    response = self._client.request(
+                        method, target, params=params, json=json, data=form, auth=auth
+                    )
                 self.requests_made += 1
             except self._httpx.TransportError as exc:
                 last, malformed = f"{exc.__class__.__name__}: {exc}", None

@@ -6,7 +6,8 @@ the configuration or the environment themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -43,6 +44,9 @@ class SourceOptions:
     retention_days: float | None = None
     page_size: int | None = None
     budget: BudgetSettings | None = None  # None: the provider's default
+    # the values of the provider's own keys that name an environment variable (``client_id_env``
+    # -> ``client_id``), read by the reconciler (GoPay's OAuth client)
+    credentials: Mapping[str, str] = field(default_factory=dict)
 
     def own(self, cls: type[K]) -> K:
         """The provider's keys as its own class."""

@@ -133,3 +133,10 @@ class Provider:
     # before the handler runs (event.current); None for a delivery that is its own snapshot, without
     # building the connector. Absent: the provider's deliveries are all snapshots.
     current: Callable[[Callable[[], Connector], Any], Mapping[str, Any] | None] | None = None
+    # the HTTP methods its deliveries use (GoPay notifies with a GET); others are answered 405
+    methods: tuple[str, ...] = ("POST",)
+    # (the source's connector, the request) -> the verdict, for a provider whose deliveries carry
+    # nothing to verify alone (GoPay): the receiver confirms each through the provider's API with
+    # the source's credentials, off the event loop, and stores what the API answered. A
+    # ConnectorError is the provider's API failing: answered 503, so the provider sends it again.
+    confirm: Callable[[Connector, WebhookRequest], Verdict] | None = None

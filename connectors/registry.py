@@ -14,6 +14,7 @@ from connectors import (
     discord,
     generic,
     github,
+    gopay,
     shopify,
     slack,
     stripe,
@@ -42,6 +43,7 @@ PROVIDERS: dict[str, Provider] = {
         twilio.PROVIDER,
         adyen.PROVIDER,
         discord.PROVIDER,
+        gopay.PROVIDER,
     )
 }
 
@@ -53,6 +55,7 @@ class AllProviderKeys(
     generic.GenericSenderKeys,
     discord.DiscordKeys,
     twilio_api.TwilioKeys,
+    gopay.GoPayKeys,
 ):
     """Every provider's own keys, for the configuration's ``[[sources]]`` table (a new provider's
     keys class joins here, next to its entry above)."""

@@ -85,6 +85,10 @@ class WebhookRequest:
     now: float  # Unix time of arrival
     query: tuple[tuple[str, str], ...] = field(default=())
 
+    def query_value(self, name: str) -> str | None:
+        """The first value of a query parameter (None when absent)."""
+        return next((value for key, value in self.query if key == name), None)
+
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
 

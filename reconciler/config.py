@@ -407,6 +407,19 @@ class SourceSettings(_Table, registry.AllProviderKeys):
     def private_key(self, environ: Mapping[str, str] | None = None) -> str:
         return self._env_secret("private_key_env", self.private_key_env, environ)
 
+    def credential_keys(self) -> dict[str, str]:
+        """The keys naming the environment variables the source's API credentials come from
+        (``api_key_env``, and its provider's own ``*_env`` keys), with the variables they name:
+        a source with none only receives."""
+        named = {"api_key_env": self.api_key_env}
+        named |= {k: getattr(self, k) for k in registry.provider(self.kind).keys.model_fields}
+        return {k: v for k, v in named.items() if k.endswith("_env") and v}
+
+    def credential(self, key: str, environ: Mapping[str, str] | None = None) -> str:
+        """The value of the variable a credential key names (a ConfigError naming both when
+        unset)."""
+        return self._env_secret(key, getattr(self, key), environ)
+
     def _env_secret(self, key: str, var: str | None, environ: Mapping[str, str] | None) -> str:
         return _env_secret(f"source '{self.name}'", key, var, environ)
 

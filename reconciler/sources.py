@@ -52,6 +52,12 @@ def options_of(
         values["api_key"] = source.api_key(environ)
     if secrets and source.private_key_env:
         values["private_key"] = source.private_key(environ)
+    if secrets:
+        values["credentials"] = {
+            key.removesuffix("_env"): source.credential(key, environ)
+            for key in source.credential_keys()
+            if key not in ("api_key_env", "private_key_env")
+        }
     return SourceOptions(keys=keys, **values)
 
 

@@ -15,6 +15,8 @@ Implements what the connectors use, with the providers' own shapes and paging:
 - Twilio: ``GET /2010-04-01/Accounts/{sid}.json``, its ``Messages.json`` and ``Calls.json``
   (``DateSent>``/``StartTime>``, ``PageSize`` ≤ 1000, ``next_page_uri``) and one of each by SID;
   HTTP Basic auth (``connectors.sandbox.twilio_api``).
+- GoPay: ``POST /api/oauth2/token`` and ``GET /api/payments/payment/{id}`` with its bearer token
+  (``connectors.sandbox.gopay_api``).
 
 Fault switches (constructor or ``POST /_sandbox/faults``): 429 with ``Retry-After`` every Nth call, a burst
 of 5xx, slow pages, a malformed page; a provider's latency (``latency_ms`` give or take ``jitter``) and
@@ -41,6 +43,7 @@ from starlette.routing import Route
 
 from connectors.sandbox.common import CallWindow, Faults, Keys, Stats
 from connectors.sandbox.github_api import GITHUB_RETENTION, GitHubApi
+from connectors.sandbox.gopay_api import GoPayApi
 from connectors.sandbox.shopify_graphql import POINTS, RESTORE_RATE, ShopifyGraphQLApi
 from connectors.sandbox.stripe_api import StripeApi
 from connectors.sandbox.twilio_api import TwilioApi
@@ -82,7 +85,7 @@ def throttled(route: str, wait: float) -> Response:
     )
 
 
-class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi, TwilioApi):
+class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi, TwilioApi, GoPayApi):
     def __init__(
         self,
         world: World,
@@ -107,6 +110,7 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi, TwilioApi):
         self._lock = threading.Lock()
         self._calls: CallWindow | None = None
         self._bucket: list[float] = []  # Shopify call times, for the call-limit header
+        self._gopay_tokens: dict[str, str] = {}
         self._stripe_cache: tuple[int, list[dict[str, Any]], dict[str, int], list[int]] | None = (
             None
         )
@@ -168,6 +172,8 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi, TwilioApi):
                     self.twilio_resource,
                     methods=["GET"],
                 ),
+                Route("/api/oauth2/token", self.gopay_token, methods=["POST"]),
+                Route("/api/payments/payment/{id}", self.gopay_payment, methods=["GET"]),
                 Route("/_sandbox/faults", self.set_faults, methods=["POST"]),
                 Route("/_sandbox/stats", self.get_stats, methods=["GET"]),
                 Route("/_sandbox/health", self.health, methods=["GET"]),

@@ -33,6 +33,8 @@ class Keys:
     twilio_account: str = "AC" + "0" * 28 + "demo"
     twilio_token: str = "sandbox-twilio-auth-token"
     twilio_api_keys: dict[str, str] = field(default_factory=dict)
+    # GoPay: the OAuth client (ClientID, ClientSecret)
+    gopay_client: tuple[str, str] = ("1234567890", "sandbox-gopay-secret")
 
 
 @dataclass

@@ -62,6 +62,10 @@ class World:
     twilio_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     # the statuses each went through, in order: one status callback each
     twilio_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # GoPay's payments by id, as its API shows them (their current state); a payment's states in
+    # order are in ``gopay_paths``, one notification each
+    gopay_payments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gopay_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def stripe_event(self, event_id: str) -> dict[str, Any] | None:
         return next((e for e in self.stripe_events if e["id"] == event_id), None)
@@ -325,6 +329,28 @@ def _twilio(
         }
 
 
+GOPAY_PATHS = (("CREATED", "PAID"), ("CREATED", "CANCELED"), ("CREATED", "TIMEOUTED"))
+
+
+def _gopay(world: World, rng: random.Random, count: int) -> None:
+    for n in range(count):
+        payment_id = str(3_000_006_500 + n * 7)
+        path = rng.choices(GOPAY_PATHS, weights=(8, 1, 1))[0]
+        world.gopay_paths[payment_id] = path
+        world.gopay_payments[payment_id] = {
+            "id": int(payment_id),
+            "order_number": f"order-{1001 + n}",
+            "state": path[-1],
+            "amount": rng.randrange(1000, 500_000),
+            "currency": rng.choice(["CZK", "EUR"]),
+            "payment_instrument": "PAYMENT_CARD",
+            "payer": {"contact": {"email": f"payer{n}@example.com"}},
+            "target": {"type": "ACCOUNT", "goid": 8123456789},
+            "lang": "CS",
+            "gw_url": f"https://gw.sandbox.gopay.com/gw/v3/{payment_id}",
+        }
+
+
 def build_world(
     seed: int = 1,
     *,
@@ -337,6 +363,7 @@ def build_world(
     github_failure_rate: float = 0.05,
     twilio_messages: int = 0,
     twilio_calls: int = 0,
+    gopay_payments: int = 0,
 ) -> World:
     """A reproducible world: the same seed and ``now`` give the same ids, times and states.
 
@@ -362,4 +389,5 @@ def build_world(
         now - span,
         span - timedelta(minutes=15),
     )
+    _gopay(world, random.Random(f"{seed}-gopay"), gopay_payments)
     return world

@@ -191,8 +191,21 @@ def create_app(
             now=clock(),
             query=tuple(request.query_params.multi_items()),
         )
+        allowed = verifier.provider.methods
+        if request.method not in allowed:  # a browser or a probe, not the provider: not logged
+            reason = f"method {request.method} not allowed: this source's provider uses " + (
+                ", ".join(allowed)
+            )
+            return JSONResponse(
+                _reject_body(reason, "error"),
+                status_code=405,
+                headers={"Allow": ", ".join(allowed)},
+            )
         try:
-            verdict = verifier.verify(incoming)
+            if verifier.confirms_by_api:  # a call to the provider: not on the event loop
+                verdict = await asyncio.to_thread(verifier.verify, incoming)
+            else:
+                verdict = verifier.verify(incoming)
         except RejectedDelivery as exc:
             return await _reject(
                 RejectedRecord(name, exc.status_code, exc.reason, received_at, remote)
@@ -309,10 +322,13 @@ def create_app(
             yield
         finally:
             await committer.stop()
+            for verifier in verifiers.values():
+                verifier.close()
 
     return Starlette(
         routes=[
-            Route("/webhooks/{source}", receive, methods=["POST"]),
+            # GET for the providers that notify with one (GoPay); each source's provider says
+            Route("/webhooks/{source}", receive, methods=["POST", "GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
         ],

@@ -3,14 +3,21 @@ unsigned). How each provider signs and names its events is its own (``connectors
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass, field
 
+from connectors.base import Connector
+from connectors.errors import ConfigError, ConnectorError, RejectedDelivery
 from connectors.fingerprint import Segment
 from connectors.options import SourceOptions
 from connectors.provider import Provider
 from connectors.webhooks import SignatureError, Verdict, WebhookRequest, same_digest
 from reconciler.config import SourceSettings
-from reconciler.sources import options_of, provider
+from reconciler.sources import build_connector, options_of, provider
+
+log = logging.getLogger(__name__)
+_BUILD_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -21,6 +28,7 @@ class SourceVerifier:
     options: SourceOptions = field(init=False)
     provider: Provider = field(init=False)
     fingerprint_ignore: tuple[tuple[Segment, ...], ...] = field(init=False)
+    _built: Connector | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the receiver needs no API key: the options carry none
@@ -40,4 +48,43 @@ class SourceVerifier:
             given = request.header("authorization") or ""
             if not same_digest(self.basic_auth, given):
                 raise SignatureError("missing or wrong HTTP Basic credentials (basic_auth_env)")
+        if self.provider.confirm is not None:
+            return self._confirm(request)
         return self.provider.verify(self.options, request, self.secrets)
+
+    @property
+    def confirms_by_api(self) -> bool:
+        """Its deliveries are confirmed through the provider's API: the receiver calls
+        :meth:`verify` off the event loop."""
+        return self.provider.confirm is not None
+
+    def _confirm(self, request: WebhookRequest) -> Verdict:
+        assert self.provider.confirm is not None
+        try:
+            return self.provider.confirm(self._connector(), request)
+        except RejectedDelivery:
+            raise
+        except (ConnectorError, ConfigError) as exc:
+            log.error(
+                "could not confirm a delivery with the provider: %s",
+                exc,
+                extra={"source": self.source.name},
+            )
+            # not stored, not acknowledged: the provider sends it again
+            raise RejectedDelivery(
+                503, f"could not confirm it with the provider ({exc.__class__.__name__})"
+            ) from None
+
+    def _connector(self) -> Connector:
+        """The source's connector, built once on first use with its credentials (one token
+        cache for every confirmation)."""
+        with _BUILD_LOCK:
+            if self._built is None:
+                object.__setattr__(self, "_built", build_connector(self.source))
+            built = self._built
+        assert built is not None
+        return built
+
+    def close(self) -> None:
+        if self._built is not None:
+            self._built.close()

@@ -255,10 +255,11 @@ def _sources(
         if provider(source.kind).build is None:
             yield Verdict(name, "skip", f"kind '{source.kind}' has no list API to read")
             continue
-        if not (source.api_key_env or source.private_key_env):
+        named = source.credential_keys()
+        if not named:
             yield Verdict(name, "skip", "receives webhooks only: no API key to reconcile with")
             continue
-        unset = [v for v in (source.api_key_env, source.private_key_env) if v and not _set(v, env)]
+        unset = [v for v in named.values() if not _set(v, env)]
         if unset:
             yield Verdict(name, "skip", f"not asked: {', '.join(unset)} is not set")
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import socket
@@ -28,6 +29,7 @@ from reconciler.config import Settings, SourceSettings
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.reconcile import closing, history, judge
 from reconciler.reconcile.business import BoundCheck, bind_checks, facts
+from reconciler.reconcile.known import known_object_ids
 from reconciler.reconcile.lease import Heartbeat
 from reconciler.reconcile.prefetch import Prefetch, Prepared, current_states, newer_in_inbox
 from reconciler.reconcile.prepared import PreparedConnector
@@ -53,8 +55,9 @@ __all__ = ["ProgressHook", "Reconciler", "RunSummary", "reconcilable_sources"]
 
 
 def reconcilable_sources(settings: Settings) -> list[SourceSettings]:
-    """Enabled sources whose provider API can be read (they name an API key or an App key)."""
-    return [s for s in settings.sources if s.enabled and (s.api_key_env or s.private_key_env)]
+    """Enabled sources whose provider API can be read (they name its credentials: an API key, an
+    App key, an OAuth client)."""
+    return [s for s in settings.sources if s.enabled and s.credential_keys()]
 
 
 class Reconciler:
@@ -171,6 +174,9 @@ class Reconciler:
             initial_lookback=lookback,
             full=full or since is not None,
             overlap=timedelta(seconds=self.cfg.overlap_seconds),
+            known_objects=functools.partial(
+                known_object_ids, self.engine, source.name, now - lookback
+            ),
         )
         timeout = self.settings.business.statement_timeout_seconds
         prefetch: Prefetch | None = None
