@@ -327,7 +327,7 @@ def create_app(
 
     return Starlette(
         routes=[
-            # GET for the providers that notify with one (GoPay); each source's provider says
+            # GET too, for a provider that notifies with one; each source's provider says which
             Route("/webhooks/{source}", receive, methods=["POST", "GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
