@@ -91,6 +91,9 @@ class Capabilities:
     # Where the object sits in a listed record's payload (Stripe events: data.object); empty: the
     # payload is the object.
     object_path: tuple[str, ...] = ()
+    # A listed record carries its object's state (False: a thin event names it only, so a business
+    # check judges the row by the object's current state, read from the API, or not at all).
+    snapshots: bool = True
 
     def object_of(self, record: Record) -> Mapping[str, Any]:
         """The source object a record describes."""

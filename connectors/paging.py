@@ -10,10 +10,15 @@ left at the last page the caller committed.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
+from contextlib import closing
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from connectors.errors import ConnectorError
+from connectors.http import fetch_ahead, redact_url, require
+
+if TYPE_CHECKING:
+    from connectors.http import ProviderClient
 
 T = TypeVar("T")
 
@@ -80,3 +85,54 @@ class PageGuard:
             f"source '{self.source}': {shape.url} {reason} ({self._tries} tries); the scan stops "
             "at the last page it committed"
         )
+
+
+class LinkedPage(NamedTuple):
+    """One page of a list whose body names the next page's URL: its items, the URL that produced
+    it, and the next page's URL (None on the last)."""
+
+    items: list[Any]
+    url: str
+    next: str | None
+
+
+def body_linked_pages(
+    client: ProviderClient,
+    source: str,
+    first: tuple[str, Any],
+    *,
+    items: str,
+    next_key: str,
+    permission: str,
+) -> Generator[LinkedPage, None, None]:
+    """The pages of a list that names its next page's URL in the body (Twilio's
+    ``next_page_uri``, Stripe v2's ``next_page_url``), that URL followed as given: each page checked
+    by :class:`PageGuard`, the next one fetched while the caller works on this one
+    (``http.fetch_ahead``). ``first``: the first request's path and query parameters. Close the
+    generator where the caller may stop early."""
+
+    def next_of(body: Any) -> str | None:
+        value = body.get(next_key) if isinstance(body, dict) else None
+        return value if isinstance(value, str) and value else None
+
+    def get(request: tuple[str, Any]) -> LinkedPage:
+        body, response = client.get_json(request[0], params=request[1], permission=permission)
+        url = str(response.request.url)
+        listed = require(body, items, source=source, url=url, kind=list)
+        return LinkedPage(listed, url, next_of(body))
+
+    def shape(request: Any, page: LinkedPage) -> PageShape:
+        ids = [
+            item.get("id") or item.get("sid") if isinstance(item, Mapping) else None
+            for item in page.items
+        ]
+        return PageShape(ids, bool(page.next), (page.next, None), redact_url(page.url))
+
+    guard = PageGuard(source, shape, sleep=client.pause)
+    fetched = fetch_ahead(
+        lambda request: guard.fetch(get, request),
+        first,
+        lambda page: (page.next, None) if page.next else None,
+    )
+    with closing(fetched):
+        yield from fetched

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -121,6 +121,17 @@ def object_path(object_type: str, object_id: str) -> str:
     parts = object_type.split(".")
     parts[-1] = parts[-1] + ("es" if parts[-1].endswith("s") else "s")
     return "/v1/" + "/".join(parts) + f"/{object_id}"
+
+
+def fetch_stripe_object(
+    client: ProviderClient, source: str, object_type: str, object_id: str
+) -> Mapping[str, Any]:
+    """An object's current state, at its own URL."""
+    body, response = client.get_json(
+        object_path(object_type, object_id), permission=f"read access to {object_type} objects"
+    )
+    require(body, "id", source=source, url=str(response.request.url))
+    return dict(body)
 
 
 class StripeConnector:
@@ -396,11 +407,7 @@ class StripeConnector:
         return event_record(body)
 
     def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
-        body, response = self.client.get_json(
-            object_path(object_type, object_id), permission=f"read access to {object_type} objects"
-        )
-        require(body, "id", source=self.source, url=str(response.request.url))
-        return dict(body)
+        return fetch_stripe_object(self.client, self.source, object_type, object_id)
 
     def check_access(self) -> Access:
         data, _has_more, _url = self._fetch(self._params_with_limit(1))
@@ -431,14 +438,27 @@ class StripeConnector:
 class StripeKeys(ProviderKeys):
     event_types: tuple[str, ...] = Field(default=(), max_length=20)  # types[] takes at most 20
     account: str | None = None  # a Connect account: https://docs.stripe.com/connect/authentication
+    # what the source's event destination sends: v1 events with their object ("snapshot"), or v2
+    # thin events naming it ("thin", listed at /v2/core/events: connectors.stripe_thin)
+    payload_style: Literal["snapshot", "thin"] = "snapshot"
 
 
-def _build(options: SourceOptions, client: ClientFactory) -> StripeConnector:
+def _build(options: SourceOptions, client: ClientFactory) -> Connector:
     keys = options.own(StripeKeys)
     api_key = options.require_api_key()
     headers = {"Authorization": f"Bearer {api_key}"}
     if keys.account:  # a connected account: https://docs.stripe.com/connect/authentication
         headers["Stripe-Account"] = keys.account
+    if keys.payload_style == "thin":
+        from connectors.stripe_thin import StripeThinConnector  # (it imports this module)
+
+        return StripeThinConnector(
+            options.name,
+            client(options.base_url or DEFAULT_BASE_URL, headers, options.hint()),
+            event_types=keys.event_types,
+            account=keys.account,
+            page_size=options.page_size or PAGE_SIZE,
+        )
     return StripeConnector(
         options.name,
         client(options.base_url or DEFAULT_BASE_URL, headers, options.hint()),

@@ -30,9 +30,9 @@ from typing import Any
 
 from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
 from connectors.errors import ConfigError, MalformedResponseError, NotFoundError, UnsupportedError
-from connectors.http import ProviderClient, fetch_ahead, redact_url, require
+from connectors.http import ProviderClient, redact_url, require
 from connectors.options import ProviderKeys, SourceOptions
-from connectors.paging import PageGuard, PageShape
+from connectors.paging import body_linked_pages
 from connectors.parsing import ParsedEvent
 from connectors.provider import ClientFactory, identity_of
 
@@ -210,37 +210,19 @@ class TwilioConnector:
             # the filter takes a date: from the day before, for statuses reached a day late
             day = (since - timedelta(days=1) if stored else since).date().isoformat()
             first = (self._url(f"{spec.path}.json"), {spec.after: day, "PageSize": self.page_size})
-        permission = f"read access to {spec.path} (an API key needs it)"
-
-        def get(request: tuple[str, Any]) -> tuple[Any, str]:
-            body, response = self.client.get_json(
-                request[0], params=request[1], permission=permission
-            )
-            return body, str(response.request.url)
-
-        def next_of(body: Any) -> str | None:
-            value = body.get("next_page_uri") if isinstance(body, dict) else None
-            return value if isinstance(value, str) and value else None
-
-        def shape(request: Any, got: tuple[Any, str]) -> PageShape:
-            body, url = got
-            items = require(body, spec.items, source=self.source, url=url, kind=list)
-            ids = [item.get("sid") if isinstance(item, Mapping) else None for item in items]
-            nxt = next_of(body)
-            return PageShape(ids, bool(nxt), (nxt, None), redact_url(url))
-
-        guard = PageGuard(self.source, shape, sleep=self.client.pause)
-        fetched = fetch_ahead(
-            lambda r: guard.fetch(get, r),
+        pages = body_linked_pages(
+            self.client,
+            self.source,
             first,
-            lambda got: (nxt, None) if (nxt := next_of(got[0])) else None,
+            items=spec.items,
+            next_key="next_page_uri",
+            permission=f"read access to {spec.path} (an API key needs it)",
         )
-        with closing(fetched):
-            for body, url in fetched:
-                items = require(body, spec.items, source=self.source, url=url, kind=list)
+        with closing(pages):
+            for page in pages:
                 records = []
-                for i, item in enumerate(items):
-                    where = f"{redact_url(url)} (item {i})"
+                for i, item in enumerate(page.items):
+                    where = f"{redact_url(page.url)} (item {i})"
                     require(item, "sid", source=self.source, url=where)
                     require(item, "status", source=self.source, url=where)
                     dated = twilio_time(item.get(spec.dated_by))
@@ -248,19 +230,18 @@ class TwilioConnector:
                         newest = dated.isoformat()
                     if item["status"] in spec.reported:
                         records.append(resource_record(spec, item))
-                nxt = next_of(body)
                 state[spec.path] = (
-                    {"since": pos.get("since"), "next": nxt, "newest": newest}
-                    if nxt
+                    {"since": pos.get("since"), "next": page.next, "newest": newest}
+                    if page.next
                     else {"since": newest or since.isoformat()}
                 )
                 yield Page(
                     tuple(records),
                     {k: dict(v) for k, v in state.items()},
-                    done=not nxt and last,
-                    url=redact_url(url),
+                    done=not page.next and last,
+                    url=redact_url(page.url),
                 )
-                if not nxt:
+                if not page.next:
                     return
 
     def _resource(self, spec: TwilioList, sid: str) -> Mapping[str, Any]:

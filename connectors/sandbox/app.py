@@ -5,6 +5,7 @@ Implements what the connectors use, with the providers' own shapes and paging:
 - Stripe: ``GET /v1/events`` (``limit`` 1-100, ``starting_after`` / ``ending_before``, ``created[gte|gt|lte|lt]``,
   ``type`` with ``*`` wildcards, ``types[]``; newest first; 30-day retention), ``GET /v1/events/{id}``,
   ``GET /v1/{objects}/{id}`` and ``/v1/checkout/sessions/{id}``. Auth: ``Authorization: Bearer <key>``.
+  Its v2 thin events: ``GET /v2/core/events`` and ``/v2/core/events/{id}`` (``stripe_v2_api``).
 - GitHub: ``GET /repos/{owner}/{repo}/hooks/{hook_id}/deliveries``, the ``/orgs/...`` and ``/app/hook``
   variants (``per_page`` ≤ 100, opaque ``cursor`` in the ``Link`` header, newest first, 3-day retention),
   ``GET .../deliveries/{id}`` and ``POST .../deliveries/{id}/attempts``. Auth: a token, or an app JWT
@@ -45,7 +46,7 @@ from connectors.sandbox.common import CallWindow, Faults, Keys, Stats
 from connectors.sandbox.github_api import GITHUB_RETENTION, GitHubApi
 from connectors.sandbox.gopay_api import GoPayApi
 from connectors.sandbox.shopify_graphql import POINTS, RESTORE_RATE, ShopifyGraphQLApi
-from connectors.sandbox.stripe_api import StripeApi
+from connectors.sandbox.stripe_v2_api import StripeV2Api
 from connectors.sandbox.twilio_api import TwilioApi
 from connectors.sandbox.world import World
 
@@ -56,7 +57,7 @@ def throttled(route: str, wait: float) -> Response:
     """A call over the rate limit, refused as its provider refuses one (shared/providers.md §1B,
     §2B, §3B): Stripe a 429 with ``Stripe-Should-Retry``; GitHub's secondary limit a 429 with
     ``retry-after`` in whole seconds; Shopify a 429 with ``Retry-After`` and its call-limit header."""
-    if route.startswith("/v1/"):
+    if route.startswith(("/v1/", "/v2/")):
         return JSONResponse(
             {"error": {"type": "rate_limit_error", "message": "Request rate limit exceeded."}},
             status_code=429,
@@ -85,7 +86,7 @@ def throttled(route: str, wait: float) -> Response:
     )
 
 
-class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi, TwilioApi, GoPayApi):
+class Sandbox(StripeV2Api, GitHubApi, ShopifyGraphQLApi, TwilioApi, GoPayApi):
     def __init__(
         self,
         world: World,
@@ -117,6 +118,8 @@ class Sandbox(StripeApi, GitHubApi, ShopifyGraphQLApi, TwilioApi, GoPayApi):
         self.app = Starlette(
             routes=[
                 Route("/v1/events", self.stripe_list, methods=["GET"]),
+                Route("/v2/core/events", self.stripe_v2_list, methods=["GET"]),
+                Route("/v2/core/events/{id}", self.stripe_v2_event, methods=["GET"]),
                 Route("/v1/events/{id}", self.stripe_event, methods=["GET"]),
                 Route("/v1/checkout/sessions/{id}", self.stripe_checkout_session, methods=["GET"]),
                 Route("/v1/{objects}/{id}", self.stripe_object, methods=["GET"]),

@@ -245,12 +245,16 @@ def to_confirm(
     if not check.fields:
         return []
     out = []
+    snapshots = source.capabilities.snapshots
     for object_id, r in latest.items():
         rows = facts.rows.get(object_id)
         if (
             rows
             and r.object_type
-            and diff_fields(source.capabilities.object_of(r), rows[0], check.fields)
+            and (
+                not snapshots  # no snapshot to tell: every row is judged by the current state
+                or diff_fields(source.capabilities.object_of(r), rows[0], check.fields)
+            )
         ):
             out.append((r.object_type, object_id))
     return out
@@ -289,8 +293,10 @@ def business(
             continue
         if not check.fields:
             continue
-        diffs = diff_fields(obj, rows[0], check.fields)
-        now = current.get((r.object_type or "", object_id)) if diffs and r.object_type else None
+        snapshot = source.capabilities.snapshots
+        diffs = diff_fields(obj, rows[0], check.fields) if snapshot else []
+        wanted = (diffs or not snapshot) and r.object_type
+        now = current.get((r.object_type or "", object_id)) if wanted else None
         if now is not None:
             obj = now
             diffs = diff_fields(now, rows[0], check.fields)

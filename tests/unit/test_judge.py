@@ -212,6 +212,32 @@ def test_a_divergence_is_confirmed_with_the_objects_current_state() -> None:
     assert judge.to_confirm(INVOICES, latest, BusinessFacts(), STRIPE) == []
 
 
+THIN = judge.Source(Capabilities(confirms_event_ids=True, snapshots=False), timedelta(days=30))
+
+
+def thin_event(object_id: str = "in_1") -> Record:
+    """A v2 thin event: its object by reference, no state."""
+    payload = {"id": "evt_t", "related_object": {"id": object_id, "type": "invoice"}}
+    return Record("evt_t", "v1.invoice.paid", "invoice", object_id, NOW, None, payload)
+
+
+def test_a_record_without_a_snapshot_is_judged_by_the_current_state_alone() -> None:
+    """A thin event carries no state: every business row is compared with the object read from
+    the API, and none where the provider could not say (never with the empty record)."""
+    latest = {"in_1": thin_event()}
+    unset = BusinessFacts(
+        {"in_1": [{"stripe_invoice_id": "in_1", "status": None, "amount_paid": 500}]}
+    )
+    # the row's empty column would match the record's absent one: asked all the same
+    assert judge.to_confirm(INVOICES, latest, unset, THIN) == [("invoice", "in_1")]
+    current = {("invoice", "in_1"): {"id": "in_1", "status": "paid", "amount_paid": 500}}
+    (found,) = [f for f in judge.business(INVOICES, latest, unset, THIN, current) if f.field]
+    assert (found.field, found.source_value) == ("status", "paid")
+    facts = BusinessFacts({"in_1": [row(status="open")]})
+    assert judge.business(INVOICES, latest, facts, THIN, {("invoice", "in_1"): None}) == []
+    assert judge.business(INVOICES, latest, facts, THIN, {}) == []
+
+
 @pytest.mark.parametrize(
     ("kind", "field", "source_value", "facts", "fixed"),
     [
