@@ -15,7 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from connectors.sandbox.world import World
+from connectors.sandbox.world import TWILIO_ACCOUNT, World
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Keys:
     github_scopes: str = "admin:repo_hook"
     shopify_scopes: tuple[str, ...] = ("read_orders",)
     # Twilio: the account SID and its auth token, and API keys (SID -> secret) that may read it
-    twilio_account: str = "AC" + "0" * 28 + "demo"
+    twilio_account: str = TWILIO_ACCOUNT
     twilio_token: str = "sandbox-twilio-auth-token"
     twilio_api_keys: dict[str, str] = field(default_factory=dict)
     # GoPay: the OAuth client (ClientID, ClientSecret)

@@ -158,9 +158,14 @@ def expected_counts(
 
     permanent = set(faults.permanent)
     for source, report in reports.items():
-        add(source, "missing", len(report.dropped))  # Stripe by event, GitHub by delivery,
-        # Shopify by order (one webhook per order)
+        if source != "twilio":  # Stripe by event, GitHub by delivery, Shopify by order (one
+            # webhook per order); Twilio below
+            add(source, "missing", len(report.dropped))
         add(source, "dead", len(permanent & set(_received(report))))
+    if "twilio" in reports:
+        missing, diverged = _twilio_expected(world, reports["twilio"])
+        add("twilio", "missing", missing)
+        add("twilio", "diverged", diverged)
 
     if "stripe" in reports:
         dropped = set(reports["stripe"].dropped)
@@ -193,6 +198,21 @@ def expected_counts(
         add("shopify", "diverged", len(tampering.order_status))
         add("shopify", "unapplied", len(tampering.order_deleted))
     return {s: dict(sorted(k.items())) for s, k in sorted(out.items())}
+
+
+def _twilio_expected(world: World, report: Report) -> tuple[int, int]:
+    """Twilio lists each message at its current status only: a dropped callback of that status is
+    missing (an earlier status's cannot be seen), and the message's row, written by the callbacks
+    that did arrive, is left at an earlier status (diverged) unless none arrived at all."""
+    dropped = set(report.dropped)
+    missing = diverged = 0
+    for sid, message in world.twilio_messages.items():
+        final = f"{sid}:{message['status']}"
+        if final in dropped:
+            missing += 1
+            earlier = [f"{sid}:{s}" for s in world.twilio_paths[sid][:-1]]
+            diverged += any(e not in dropped for e in earlier)
+    return missing, diverged
 
 
 def expected_drill(world: World, reports: Mapping[str, Report]) -> dict[str, int]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from connectors.sandbox.world import TWILIO_ACCOUNT
+
 # Demo credentials: not secrets (the sandbox accepts only these), still passed through the
 # environment like real ones, so the config file has none.
 DEMO_ENV = {
@@ -15,7 +17,7 @@ DEMO_ENV = {
     "HOOKLEDGER_DEMO_GITHUB_TOKEN": "ghp_sandbox",
     "HOOKLEDGER_DEMO_SHOPIFY_TOKEN": "shpat_sandbox",
     "HOOKLEDGER_DEMO_SLACK_SECRET": "demo-slack-signing-secret",
-    "HOOKLEDGER_DEMO_TWILIO_TOKEN": "demo-twilio-auth-token",
+    "HOOKLEDGER_DEMO_TWILIO_TOKEN": "sandbox-twilio-auth-token",
     # the outbox signs the receipts it sends to the demo's stand-in mailer (Standard Webhooks)
     "HOOKLEDGER_DEMO_MAILER_SECRET": "whsec_aG9va2xlZGdlci1kZW1vLW1haWxlci1zZWNyZXQtMzI=",
     # hookledger signs the notifications it sends to the demo's stand-in ops channel
@@ -127,16 +129,29 @@ table = "demo_orders"
 key = "order_id"
 fields = {{ financial_status = "financial_status" }}
 
-# received, not reconciled: Slack lists no events, and Twilio's lists are not read yet
+# received and reconciled from its Messages list: a status callback that never came, and a text
+# message whose row was left at an earlier status
+[[sources]]
+name = "twilio"
+kind = "twilio"
+base_url = "{sandbox}"
+signing_secret_env = "HOOKLEDGER_DEMO_TWILIO_TOKEN"
+api_key_env = "HOOKLEDGER_DEMO_TWILIO_TOKEN"
+account_sid = "{twilio_account}"
+lists = ["messages"]
+initial_lookback_hours = 48
+
+[[sources.checks]]
+object_type = "message"
+table = "demo_sms"
+key = "message_sid"
+fields = {{ status = "status" }}
+
+# received, not reconciled: Slack lists no events
 [[sources]]
 name = "slack"
 kind = "slack"
 signing_secret_env = "HOOKLEDGER_DEMO_SLACK_SECRET"
-
-[[sources]]
-name = "twilio"
-kind = "twilio"
-signing_secret_env = "HOOKLEDGER_DEMO_TWILIO_TOKEN"
 """
 
 
@@ -156,6 +171,7 @@ def prepare_workspace(
             mailer=mailer_url,
             receiver_port=receiver_port,
             dashboard_port=dashboard_port,
+            twilio_account=TWILIO_ACCOUNT,
         )
     )
     env_lines = [f"{k}={v}" for k, v in DEMO_ENV.items()]
