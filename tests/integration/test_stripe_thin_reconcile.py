@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 import stripe as stripe_sdk
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Column, Engine, MetaData, String, Table, insert, select
 
 from connectors.base import ScanOptions
@@ -22,6 +24,7 @@ from connectors.sandbox.sender import DeliveryFaults, Webhook, plan, send
 from connectors.sandbox.stripe_v2_api import thin_of
 from connectors.sandbox.world import World, build_world
 from connectors.signatures import stripe_sign
+from connectors.stripe_thin import thin_record
 from reconciler.config import parse_settings
 from reconciler.inbox.receiver import create_app
 from reconciler.reconcile.run import Reconciler
@@ -166,3 +169,28 @@ def test_a_dropped_thin_event_is_missing_and_a_row_is_judged_by_the_current_obje
     now_status = world.stripe_objects[("invoice", wrong)]["status"]
     assert diverged[0].source_value.strip('"') == now_status
     assert not [r for r in rows if r.kind not in ("missing", "diverged")]
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(related=_json, created=_json, kind=_json)
+@settings(max_examples=200)
+def test_a_listed_thin_event_of_any_shape_is_a_record_with_what_it_holds(
+    related: Any, created: Any, kind: Any
+) -> None:
+    """Hostile list items (the connector checks the id first): a record whose object, type and
+    time are None where the item does not hold them as Stripe documents them, never an error."""
+    record = thin_record(
+        {"id": "evt_1", "related_object": related, "created": created, "type": kind}
+    )
+    assert record.event_id == "evt_1"
+    assert record.object_type is None or isinstance(record.object_type, str)
+    assert record.object_id is None or isinstance(record.object_id, str)
+    assert record.occurred_at is None or record.occurred_at.tzinfo is not None
