@@ -9,6 +9,7 @@ import signal
 import socket
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Protocol
 
@@ -20,6 +21,15 @@ from reconciler.errors import ConfigError
 from reconciler.states import OUTBOX_SOURCE_PREFIX
 from reconciler.storage.engine import database_error, make_engine
 from reconciler.storage.migrate import current_revision, head_revision
+
+
+def iso_time(value: str) -> datetime:
+    """An option's ISO-8601 time (UTC when it names no zone); argparse's one-line error otherwise."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def load(args: argparse.Namespace) -> LoadedConfig:

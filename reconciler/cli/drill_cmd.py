@@ -7,8 +7,7 @@ import json
 import sys
 from typing import Any
 
-from reconciler.cli.common import Command, unknown_source_error
-from reconciler.cli.reconcile_cmds import _time
+from reconciler.cli.common import Command, iso_time, unknown_source_error
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 
@@ -30,8 +29,8 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         help="deliver stored events again (twice, shuffled) and compare the business state",
     )
     p.add_argument("--source", required=True, help="source name")
-    p.add_argument("--since", required=True, type=_time, help="events received from (ISO-8601)")
-    p.add_argument("--until", type=_time, help="events received before (ISO-8601; default now)")
+    p.add_argument("--since", required=True, type=iso_time, help="events received from (ISO-8601)")
+    p.add_argument("--until", type=iso_time, help="events received before (ISO-8601; default now)")
     p.add_argument("--times", type=_positive, default=2, help="deliveries per event (default 2)")
     p.add_argument(
         "--shuffle",

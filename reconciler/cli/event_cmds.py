@@ -1,30 +1,88 @@
-"""``hookledger replay`` and ``hookledger events show``: one inbox event, put back to pending or
-shown with its deliveries, attempts and audit trail."""
+"""``hookledger replay``, ``hookledger events list`` and ``events show``: triage from the terminal.
+One event (or every dead event of a selection, as the dashboard's bulk replay) put back to pending;
+events listed by status, type, time and error, a page at a time; one shown with its deliveries,
+attempts and audit trail."""
 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.audit import default_actor
-from reconciler.cli.common import Command
+from reconciler.cli.common import Command, check_sources, iso_time
+from reconciler.errors import ConfigError
+from reconciler.states import EventStatus
 
 EXIT_OK = 0
 
 
+STATUSES = tuple(s.value for s in EventStatus)
+BULK_REASON = "bulk replay from the command line"
+SHOWN_IDS = 10  # the ids a dry run prints
+
+
+def _limit(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 1 <= n <= 1000:
+        raise argparse.ArgumentTypeError(f"{n}: must be between 1 and 1000")
+    return n
+
+
 def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
-        "replay", parents=[parent], help="put an event back to pending, keeping its event id"
+        "replay",
+        parents=[parent],
+        help="put an event (or every dead event of a selection) back to pending, same event ids",
     )
-    p.add_argument("event_id", metavar="EVENT_ID")
+    p.add_argument("event_id", metavar="EVENT_ID", nargs="?", help="one event (else --status)")
     p.add_argument("--source", required=True, help="source name")
+    p.add_argument(
+        "--status",
+        choices=("dead",),
+        help="a bulk replay: every event of the source in this status (and the filters below)",
+    )
+    p.add_argument("--type", action="append", default=[], help="event type (repeatable)")
+    p.add_argument("--since", type=iso_time, help="received at or after this ISO-8601 time")
+    p.add_argument("--until", type=iso_time, help="received before this ISO-8601 time")
+    p.add_argument("--error", default="", metavar="TEXT", help="the last error contains TEXT")
+    p.add_argument(
+        "--dry-run", action="store_true", help="count the selection and show its first ids"
+    )
+    p.add_argument("--yes", action="store_true", help="replay the selection (a bulk replay)")
+    p.add_argument(
+        "--expect",
+        type=int,
+        metavar="N",
+        help="the count the dry run showed: refused if the selection holds another number now",
+    )
     p.add_argument("--reason", help="why (kept in the audit log)")
     p.add_argument("--actor", default=None, help="who (default: the OS user)")
     p.set_defaults(func=cmd_replay)
 
     events = sub.add_parser("events", parents=[parent], help="inspect inbox events")
     esub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
+    p = esub.add_parser("list", parents=[parent], help="events, newest first, a page at a time")
+    p.add_argument("--source", action="append", default=[], help="source name (repeatable)")
+    p.add_argument(
+        "--status", action="append", default=[], choices=STATUSES, help="status (repeatable)"
+    )
+    p.add_argument("--type", action="append", default=[], help="event type (repeatable)")
+    p.add_argument("--since", type=iso_time, help="received at or after this ISO-8601 time")
+    p.add_argument("--until", type=iso_time, help="received before this ISO-8601 time")
+    p.add_argument("--error", default="", metavar="TEXT", help="the last error contains TEXT")
+    p.add_argument(
+        "--limit", type=_limit, default=50, help="at most this many (1-1000, default 50)"
+    )
+    p.add_argument("--cursor", help="the next page: the cursor the previous page printed")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_events_list)
     p = esub.add_parser(
         "show", parents=[parent], help="an event with its deliveries, attempts and audit trail"
     )
@@ -39,9 +97,30 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_events_show)
 
 
+def _bulk_options(args: argparse.Namespace) -> list[str]:
+    given = [
+        ("--status", args.status),
+        ("--type", args.type),
+        ("--since", args.since),
+        ("--until", args.until),
+        ("--error", args.error),
+        ("--dry-run", args.dry_run),
+        ("--yes", args.yes),
+        ("--expect", args.expect),
+    ]
+    return [name for name, value in given if value]
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from reconciler.inbox.replay import replay_event
 
+    if args.event_id is None:
+        return _bulk_replay(args)
+    if bulk := _bulk_options(args):
+        raise ConfigError(
+            f"{', '.join(bulk)}: a bulk replay's options; give them without EVENT_ID (one event "
+            "is replayed by its id alone)"
+        )
     with Command(args) as cmd, cmd.engine.begin() as conn:
         result = replay_event(
             conn,
@@ -54,6 +133,114 @@ def cmd_replay(args: argparse.Namespace) -> int:
         f"event {result.event_id} from {result.source}: {result.previous_status} -> pending "
         "(replay recorded in the audit log)"
     )
+    return EXIT_OK
+
+
+def _bulk_replay(args: argparse.Namespace) -> int:
+    """Every dead event of the selection back to pending, as the dashboard's bulk replay does (one
+    transaction, one audit entry): counted first, refused if the count moved."""
+    from reconciler.ops.dead_letters import DeadFilter, count_dead, list_dead
+    from reconciler.ops.operator_actions import replay_dead_matching
+
+    if args.status is None:
+        raise ConfigError("give an EVENT_ID, or --status dead for a bulk replay of a selection")
+    if args.until is not None and args.since is not None and args.until <= args.since:
+        raise ConfigError("--until: must be after --since")
+    if not (args.dry_run or args.yes):
+        raise ConfigError(
+            "a bulk replay needs --yes (count the selection first with --dry-run; --expect N "
+            "then refuses it if the count moved)"
+        )
+    with Command(args) as cmd:
+        check_sources(cmd.settings, args.source)
+        flt = DeadFilter(
+            sources=(args.source,),
+            types=tuple(args.type),
+            error_contains=args.error,
+            received_from=args.since,
+            received_to=args.until,
+        )
+        with cmd.engine.connect() as conn:
+            total = count_dead(conn, flt)
+            first = list_dead(conn, flt, limit=SHOWN_IDS) if args.dry_run else []
+        if args.dry_run:
+            print(f"{total:,} {flt.describe()}")
+            for row in first:
+                print(f"  {row['event_id']}  {row['event_type'] or '-'}  {row['received_at']}")
+            if total > len(first):
+                print(f"  … and {total - len(first):,} more")
+            if total:
+                print(f"replay them with the same options and --yes --expect {total}")
+            return EXIT_OK
+        expected = total if args.expect is None else args.expect
+        message = replay_dead_matching(
+            cmd.engine,
+            flt,
+            actor=args.actor or default_actor(),
+            reason=args.reason or BULK_REASON,
+            expected=expected,
+        )
+    print(message)
+    return EXIT_OK
+
+
+def _encode_cursor(after: tuple[Any, int]) -> str:
+    text = json.dumps([after[0].isoformat(), after[1]])
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(token: str) -> tuple[datetime, int]:
+    try:
+        at, last_id = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        when = datetime.fromisoformat(at)
+        if not isinstance(last_id, int):
+            raise TypeError
+    except (ValueError, TypeError, UnicodeDecodeError, binascii.Error):
+        raise ConfigError(f"--cursor {token[:40]!r}: not a cursor 'events list' printed") from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)), last_id
+
+
+def cmd_events_list(args: argparse.Namespace) -> int:
+    from reconciler.ops.events import EventFilter, list_events
+    from reconciler.ops.masking import Masker
+
+    if args.until is not None and args.since is not None and args.until <= args.since:
+        raise ConfigError("--until: must be after --since")
+    after = _decode_cursor(args.cursor) if args.cursor else None
+    with Command(args) as cmd:
+        check_sources(cmd.settings, args.source)
+        flt = EventFilter(
+            sources=tuple(args.source),
+            types=tuple(args.type),
+            statuses=tuple(args.status),
+            received_from=args.since,
+            received_to=args.until,
+            error_contains=args.error,
+        )
+        with cmd.engine.connect() as conn:
+            page = list_events(conn, flt, after=after, limit=args.limit)
+        masker = Masker(cmd.settings.dashboard.mask_fields)
+    for row in page.rows:  # an error may quote the payload
+        row["last_error"] = masker.mask(row["last_error"])
+        row.pop("id", None)
+    cursor = _encode_cursor(page.next_after) if page.next_after else None
+    if args.json:
+        print(
+            json.dumps(
+                {"events": _jsonable(page.rows), "total": page.total, "next_cursor": cursor},
+                indent=2,
+                default=str,
+            )
+        )
+        return EXIT_OK
+    for r in page.rows:
+        error = (r["last_error"] or "").splitlines()[0][:80] if r["last_error"] else ""
+        print(
+            f"{r['received_at']:%Y-%m-%d %H:%M:%S}  {r['source']:<10} {r['status']!s:<10} "
+            f"{r['attempts']:>2}  {r['event_type'] or '-':<28} {r['event_id']}  {error}".rstrip()
+        )
+    shown = f"{len(page.rows):,} of {page.total:,}" if page.rows else "no event matches"
+    print(shown + (f"; next page: --cursor {cursor}" if cursor else ""))
     return EXIT_OK
 
 

@@ -133,8 +133,32 @@ COMMANDS: dict[str, Help] = {
     ),
     "replay": Help(
         "Put a failed, dead, processed or ignored event back to pending with the same id "
-        "(audited).",
-        ('hookledger replay evt_1QabcXYZ --source stripe --reason "handler fixed in 1.4.2"',),
+        "(audited). With --status dead instead of an id: every dead event of the source that the "
+        "filters select, as the dashboard's bulk replay does (one transaction, one audit entry): "
+        "--dry-run counts them and shows the first ids; --yes replays them, refused if the count "
+        "moved since (--expect N: the count the dry run showed).",
+        (
+            'hookledger replay evt_1QabcXYZ --source stripe --reason "handler fixed in 1.4.2"',
+            "hookledger replay --source stripe --status dead --since 2026-12-05T00:00:00Z "
+            "--error timeout --dry-run",
+            "hookledger replay --source stripe --status dead --since 2026-12-05T00:00:00Z "
+            '--error timeout --yes --expect 42 --reason "ledger API back"',
+        ),
+        (
+            "0   replayed (or, with --dry-run, counted)",
+            "2   " + ERROR[4:] + "; an unknown event; nothing selected; the selection's count "
+            "moved since --expect",
+        ),
+    ),
+    "events list": Help(
+        "Inbox events, newest first, filtered by source, status, type, time and the text of their "
+        "last error (masked as the dashboard masks it); a page at a time, the next page's "
+        "--cursor printed at the end.",
+        (
+            "hookledger events list --status dead --source stripe",
+            "hookledger events list --status failed --error timeout --since 2026-12-05T00:00:00Z",
+            "hookledger events list --type invoice.paid --limit 200 --json",
+        ),
     ),
     "events show": Help(
         "An event with its deliveries, processing attempts and audit trail; its payload masked "
@@ -142,6 +166,31 @@ COMMANDS: dict[str, Help] = {
         (
             "hookledger events show evt_1QabcXYZ --source stripe",
             "hookledger events show evt_1QabcXYZ --source stripe --json --raw",
+        ),
+    ),
+    "deliveries list": Help(
+        "The delivery log, newest first: every HTTP delivery with its outcome (accepted, "
+        "duplicate, rejected, conflict, handshake), status and reason; the next page's --before "
+        "printed at the end.",
+        (
+            "hookledger deliveries list --source stripe --outcome rejected",
+            "hookledger deliveries list --since 2026-12-05T00:00:00Z --json",
+        ),
+    ),
+    "deliveries resend": Help(
+        "Send a stored delivery again: its exact bytes, signed afresh with the source's scheme (a "
+        "fresh timestamp where it has one), to the URL given, --times times. Sent ten times to a "
+        "receiver, the first is accepted and the next nine are duplicates that touch no business "
+        "table.",
+        (
+            "hookledger deliveries resend 1234 --to http://localhost:8000/webhooks/stripe",
+            "hookledger deliveries resend 1234 --to http://localhost:8000/webhooks/stripe "
+            "--times 10",
+        ),
+        (
+            "0   sent (each answer printed, whatever its status)",
+            "2   " + ERROR[4:] + "; no such delivery, or it stored nothing; the URL cannot be "
+            "reached; the source's scheme cannot be signed again",
         ),
     ),
     "outbox list": Help(

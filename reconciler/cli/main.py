@@ -17,6 +17,7 @@ from reconciler import __version__
 from reconciler.audit import default_actor
 from reconciler.cli import (
     dashboard_cmd,
+    delivery_cmds,
     doctor_cmd,
     drill_cmd,
     event_cmds,
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     reconcile_cmds.register(sub, parent)
     event_cmds.register(sub, parent)
+    delivery_cmds.register(sub, parent)
     dashboard_cmd.register(sub, parent)
     drill_cmd.register(sub, parent)
     outbox_cmds.register(sub, parent)

@@ -7,7 +7,6 @@ import json
 import os
 import sys
 import tempfile
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.audit import default_actor
-from reconciler.cli.common import Command, open_engine
+from reconciler.cli.common import Command, iso_time, open_engine
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.ops.links import page_url
 from reconciler.process import freeze_startup_objects
@@ -26,21 +25,13 @@ EXIT_OK, EXIT_DISCREPANCIES, EXIT_ERROR, EXIT_SKIPPED = 0, 1, 2, 3
 KINDS = tuple(kind.value for kind in DiscrepancyKind)
 
 
-def _time(value: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {value!r}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def add_filter_options(p: argparse.ArgumentParser, *, default_status: str = "open") -> None:
     p.add_argument("--source", action="append", default=[], help="source name (repeatable)")
     p.add_argument("--kind", action="append", default=[], choices=KINDS, help="kind (repeatable)")
     p.add_argument(
         "--status", default=default_status, choices=["open", "resolved", "ignored", "all"]
     )
-    p.add_argument("--since", type=_time, help="last seen at or after this ISO-8601 time")
+    p.add_argument("--since", type=iso_time, help="last seen at or after this ISO-8601 time")
     p.add_argument("--run", dest="run_id", help="only discrepancies seen by this run")
 
 
@@ -64,7 +55,7 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         "an API and every outbox target)",
     )
     p.add_argument(
-        "--since", type=_time, help="rescan from this ISO-8601 time instead of the cursor"
+        "--since", type=iso_time, help="rescan from this ISO-8601 time instead of the cursor"
     )
     p.add_argument(
         "--full", action="store_true", help="ignore the cursor and rescan initial_lookback_hours"

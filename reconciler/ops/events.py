@@ -76,6 +76,7 @@ class EventFilter:
     received_from: datetime | None = None  # inclusive
     received_to: datetime | None = None  # exclusive
     id_prefix: str = ""  # the event id's start, any case
+    error_contains: str = ""  # within the last error, any case
 
     def where(self) -> list[Any]:
         e = INBOX_EVENTS
@@ -96,6 +97,10 @@ class EventFilter:
         if prefix:
             pattern = like_literal(prefix.lower()) + "%"
             clauses.append(func.lower(e.c.event_id).like(pattern, escape=LIKE_ESCAPE))
+        needle = self.error_contains.replace("\x00", "").strip().lower()
+        if needle:
+            pattern = f"%{like_literal(needle)}%"
+            clauses.append(func.lower(e.c.last_error).like(pattern, escape=LIKE_ESCAPE))
         return clauses
 
 
