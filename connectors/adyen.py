@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from connectors import samples
 from connectors.options import SourceOptions
 from connectors.provider import Provider
 from connectors.webhooks import (
@@ -123,4 +124,4 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
     return Batch(tuple(batch), ACCEPTED)
 
 
-PROVIDER = Provider("adyen", verify=_verify)
+PROVIDER = Provider("adyen", verify=_verify, samples=samples.ADYEN)

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from connectors import samples
 from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
 from connectors.errors import ConfigError, MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, parse_link_header, redact_url
@@ -384,6 +385,7 @@ def _verify_standard(
 # API, where it has one, is read as a generic list.
 STANDARD = Provider(
     "standard",
+    samples=samples.STANDARD,
     verify=_verify_standard,
     build=_build,
     keys=ListKeys,
@@ -393,6 +395,7 @@ STANDARD = Provider(
 )
 GENERIC = Provider(
     "generic",
+    samples=samples.GENERIC,
     verify=_verify_generic,
     build=_build,
     keys=GenericSenderKeys,

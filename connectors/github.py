@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from connectors import samples
 from connectors.base import (
     Access,
     Capabilities,
@@ -389,6 +390,7 @@ def _sign(
 
 PROVIDER = Provider(
     "github",
+    samples=samples.GITHUB,
     verify=scheme(verify_github, parse_github),
     build=_build,
     keys=GitHubKeys,

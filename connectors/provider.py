@@ -16,6 +16,7 @@ from connectors.budget import BudgetSettings
 from connectors.http import ProviderClient
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.parsing import ParsedEvent
+from connectors.samples import Catalogue
 from connectors.webhooks import Verdict, WebhookRequest
 
 # (base URL, headers, where the credentials come from) -> an HTTP client with the retry policy
@@ -140,3 +141,6 @@ class Provider:
     # the source's credentials, off the event loop, and stores what the API answered. A
     # ConnectorError is the provider's API failing: answered 503, so the provider sends it again.
     confirm: Callable[[Connector, WebhookRequest], Verdict] | None = None
+    # realistic sample deliveries by event type, for ``hookledger send`` (connectors.samples);
+    # None: it has none (a delivery only the provider can sign, or one confirmed by its API)
+    samples: Catalogue | None = None

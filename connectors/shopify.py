@@ -19,6 +19,7 @@ from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from connectors import samples
 from connectors.base import Cursor, Page, Record, ScanOptions
 from connectors.budget import BudgetSettings
 from connectors.errors import ConfigError
@@ -218,6 +219,7 @@ def _sign(
 
 PROVIDER = Provider(
     "shopify",
+    samples=samples.SHOPIFY,
     verify=scheme(verify_shopify, parse_shopify),
     build=_build,
     keys=ShopifyKeys,

@@ -26,6 +26,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from connectors import samples
 from connectors.options import SourceOptions
 from connectors.provider import Provider, headers_named, kept
 from connectors.webhooks import (
@@ -174,6 +175,7 @@ def _sign(
 
 PROVIDER = Provider(
     "slack",
+    samples=samples.SLACK,
     verify=_verify,
     sign=_sign,
     sensitive_headers=headers_named(SIGNATURE),

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from connectors import samples
 from connectors.base import (
     Access,
     Capabilities,
@@ -504,6 +505,7 @@ def thin_current(connect: Callable[[], Connector], payload: Any) -> Mapping[str,
 
 PROVIDER = Provider(
     "stripe",
+    samples=samples.STRIPE,
     current=thin_current,
     verify=timed_scheme(verify_stripe, parse_stripe),
     build=_build,

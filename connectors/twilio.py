@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from connectors import twilio_api
+from connectors import samples, twilio_api
 from connectors.errors import UnsupportedError
 from connectors.options import SourceOptions
 from connectors.provider import Provider, headers_named
@@ -177,6 +177,7 @@ def _sign(
 
 PROVIDER = Provider(
     "twilio",
+    samples=samples.TWILIO,
     verify=_verify,
     build=twilio_api.build,
     keys=twilio_api.TwilioKeys,

@@ -8,7 +8,7 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Protocol
@@ -30,6 +30,21 @@ def iso_time(value: str) -> datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {value!r}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """An option's whole number within ``low``..``high``; argparse's one-line error otherwise."""
+
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"{n}: must be between {low} and {high}")
+        return n
+
+    return parse
 
 
 def load(args: argparse.Namespace) -> LoadedConfig:

@@ -7,26 +7,13 @@ import argparse
 import json
 from typing import Any
 
-from reconciler.cli.common import Command, check_sources, iso_time
+from reconciler.cli.common import Command, bounded_int, check_sources, iso_time
 from reconciler.errors import ConfigError
 from reconciler.states import DeliveryOutcome
 
 EXIT_OK = 0
 OUTCOMES = tuple(o.value for o in DeliveryOutcome)
 MAX_TIMES = 100
-
-
-def _count(low: int, high: int) -> Any:
-    def parse(value: str) -> int:
-        try:
-            n = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-        if not low <= n <= high:
-            raise argparse.ArgumentTypeError(f"{n}: must be between {low} and {high}")
-        return n
-
-    return parse
 
 
 def register(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -42,7 +29,10 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--since", type=iso_time, help="received at or after this ISO-8601 time")
     p.add_argument("--until", type=iso_time, help="received before this ISO-8601 time")
     p.add_argument(
-        "--limit", type=_count(1, 1000), default=50, help="at most this many (1-1000, default 50)"
+        "--limit",
+        type=bounded_int(1, 1000),
+        default=50,
+        help="at most this many (1-1000, default 50)",
     )
     p.add_argument(
         "--before", type=int, metavar="ID", help="the next page: deliveries older than ID"
@@ -60,7 +50,7 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         "--to", required=True, metavar="URL", help="where: a receiver's /webhooks/<source> URL"
     )
     p.add_argument(
-        "--times", type=_count(1, MAX_TIMES), default=1, help=f"how many times (1-{MAX_TIMES})"
+        "--times", type=bounded_int(1, MAX_TIMES), default=1, help=f"how many times (1-{MAX_TIMES})"
     )
     p.set_defaults(func=cmd_deliveries_resend)
 
@@ -97,13 +87,10 @@ def cmd_deliveries_list(args: argparse.Namespace) -> int:
 
 
 def cmd_deliveries_resend(args: argparse.Namespace) -> int:
-    from urllib.parse import urlsplit
-
     from reconciler.ops.deliveries import resend, stored_delivery
+    from reconciler.ops.send import check_http_url
 
-    parts = urlsplit(args.to)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--to {args.to!r}: not an http(s) URL")
+    check_http_url(args.to)
     with Command(args) as cmd:
         with cmd.engine.connect() as conn:
             stored = stored_delivery(conn, args.delivery_id)

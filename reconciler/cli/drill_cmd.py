@@ -7,19 +7,9 @@ import json
 import sys
 from typing import Any
 
-from reconciler.cli.common import Command, iso_time, unknown_source_error
+from reconciler.cli.common import Command, bounded_int, iso_time, unknown_source_error
 
 EXIT_EQUAL, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
-
-
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if not 1 <= n <= 100:
-        raise argparse.ArgumentTypeError(f"{n}: must be between 1 and 100")
-    return n
 
 
 def register(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -31,7 +21,9 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--source", required=True, help="source name")
     p.add_argument("--since", required=True, type=iso_time, help="events received from (ISO-8601)")
     p.add_argument("--until", type=iso_time, help="events received before (ISO-8601; default now)")
-    p.add_argument("--times", type=_positive, default=2, help="deliveries per event (default 2)")
+    p.add_argument(
+        "--times", type=bounded_int(1, 100), default=2, help="deliveries per event (default 2)"
+    )
     p.add_argument(
         "--shuffle",
         action=argparse.BooleanOptionalAction,

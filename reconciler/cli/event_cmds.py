@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.audit import default_actor
-from reconciler.cli.common import Command, check_sources, iso_time
+from reconciler.cli.common import Command, bounded_int, check_sources, iso_time
 from reconciler.errors import ConfigError
 from reconciler.states import EventStatus
 
@@ -23,16 +23,6 @@ EXIT_OK = 0
 STATUSES = tuple(s.value for s in EventStatus)
 BULK_REASON = "bulk replay from the command line"
 SHOWN_IDS = 10  # the ids a dry run prints
-
-
-def _limit(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if not 1 <= n <= 1000:
-        raise argparse.ArgumentTypeError(f"{n}: must be between 1 and 1000")
-    return n
 
 
 def register(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -78,7 +68,10 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--until", type=iso_time, help="received before this ISO-8601 time")
     p.add_argument("--error", default="", metavar="TEXT", help="the last error contains TEXT")
     p.add_argument(
-        "--limit", type=_limit, default=50, help="at most this many (1-1000, default 50)"
+        "--limit",
+        type=bounded_int(1, 1000),
+        default=50,
+        help="at most this many (1-1000, default 50)",
     )
     p.add_argument("--cursor", help="the next page: the cursor the previous page printed")
     p.add_argument("--json", action="store_true", help="machine-readable output")

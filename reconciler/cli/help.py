@@ -168,6 +168,23 @@ COMMANDS: dict[str, Help] = {
             "hookledger events show evt_1QabcXYZ --source stripe --json --raw",
         ),
     ),
+    "send": Help(
+        "Send a realistic sample event of the source's kind (or --file's body), signed with the "
+        "source's own secret exactly as its provider signs, to the running receiver (or --to); "
+        "prints each answer. The development loop's stand-in for 'stripe trigger'.",
+        (
+            "hookledger send stripe",
+            "hookledger send stripe --type invoice.payment_failed --count 3",
+            "hookledger send github --file push.json --to http://localhost:8000/webhooks/github",
+        ),
+        (
+            "0   every event answered 2xx (accepted or duplicate)",
+            "1   the receiver refused at least one (its answer printed: a wrong secret, a body "
+            "it cannot take)",
+            "2   " + ERROR[4:] + "; no such source; a type it has no sample of; the receiver "
+            "cannot be reached",
+        ),
+    ),
     "deliveries list": Help(
         "The delivery log, newest first: every HTTP delivery with its outcome (accepted, "
         "duplicate, rejected, conflict, handshake), status and reason; the next page's --before "

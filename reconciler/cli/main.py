@@ -24,6 +24,7 @@ from reconciler.cli import (
     notify_cmd,
     outbox_cmds,
     reconcile_cmds,
+    send_cmd,
 )
 from reconciler.cli.common import Command, check_port, check_sources, load, run_loops, summarise
 from reconciler.cli.help import document
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     reconcile_cmds.register(sub, parent)
     event_cmds.register(sub, parent)
     delivery_cmds.register(sub, parent)
+    send_cmd.register(sub, parent)
     dashboard_cmd.register(sub, parent)
     drill_cmd.register(sub, parent)
     outbox_cmds.register(sub, parent)
