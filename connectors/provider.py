@@ -123,7 +123,7 @@ class Provider:
     fingerprint_ignore: tuple[str, ...] = ()
     # how a stored delivery is signed again; None where hookledger cannot
     sign: Sign | None = None
-    # the request budget a source of this kind gets unless configured (README "Request budget"):
+    # the request budget a source of this kind gets unless configured (docs/connectors.md "Request budget"):
     # below the provider's limit, leaving room for the application's own requests
     budget: BudgetSettings = DEFAULT_BUDGET
     # False: its deliveries are checked with a value of its own keys (Discord's public key), so a

@@ -1,5 +1,5 @@
 """Every provider hookledger knows, registered once. Adding one is a module with its connector and a
-``PROVIDER`` value (``connectors.provider.Provider``), plus its line here (README: "Adding a
+``PROVIDER`` value (``connectors.provider.Provider``), plus its line here (docs/connectors.md: "Adding a
 provider")."""
 
 from __future__ import annotations

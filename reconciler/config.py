@@ -342,7 +342,7 @@ class SourceSettings(_Table, registry.AllProviderKeys):
     initial_lookback_hours: int = Field(default=72, ge=1, le=24 * 365)
     retention_days: float | None = Field(default=None, gt=0)
     page_size: int | None = Field(default=None, ge=1, le=1000)
-    # the request budget (None: the provider's default, README "Request budget"); a rate of 0
+    # the request budget (None: the provider's default, docs/connectors.md "Request budget"); a rate of 0
     # sets no client-side limit, the provider's own signals still slow requests down
     max_requests_per_second: float | None = Field(default=None, ge=0, le=10_000)
     max_concurrency: int | None = Field(default=None, ge=1, le=64)

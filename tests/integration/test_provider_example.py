@@ -1,4 +1,4 @@
-"""The README's "Adding a provider" example, run as written: a provider that signs the URL it called,
+"""The "Adding a provider" example (docs/connectors.md), run as written: a provider that signs the URL it called,
 built from the public module only (``connectors.webhooks`` and ``connectors.provider``), registered
 with one line, receives over real loopback HTTP on SQLite and PostgreSQL."""
 
@@ -22,14 +22,14 @@ from reconciler.inbox.receiver import create_app
 from reconciler.storage.models import INBOX_EVENTS
 from tests.conftest import make_settings
 
-README = Path(__file__).parents[2] / "README.md"
+DOC = Path(__file__).parents[2] / "docs" / "connectors.md"
 PUBLIC = "https://hooks.example.com"
 
 
 def example() -> str:
-    text = README.read_text()
+    text = DOC.read_text()
     match = re.search(r"<!-- provider-example -->\n```python\n(.*?)```", text, re.S)
-    assert match, "README has no provider example"
+    assert match, "docs/connectors.md has no provider example"
     return match.group(1)
 
 
@@ -54,7 +54,7 @@ def test_the_example_imports_only_the_public_modules() -> None:
 @pytest.fixture
 def acme(monkeypatch: pytest.MonkeyPatch) -> Provider:
     namespace: dict[str, Any] = {}
-    exec(compile(example(), "README.md (provider example)", "exec"), namespace)
+    exec(compile(example(), "docs/connectors.md (provider example)", "exec"), namespace)
     provider = namespace["PROVIDER"]
     assert isinstance(provider, Provider)
     monkeypatch.setitem(registry.PROVIDERS, "acme", provider)  # the one registry line
