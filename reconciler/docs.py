@@ -59,7 +59,9 @@ def tables() -> Iterator[tuple[str, type[BaseModel]]]:
     ``[[sources]]``, ``[[sources.checks]]``, …)."""
     from reconciler.config import Settings
 
-    def walk(model: type[BaseModel], path: str, many: bool) -> Iterator[tuple[str, type[BaseModel]]]:
+    def walk(
+        model: type[BaseModel], path: str, many: bool
+    ) -> Iterator[tuple[str, type[BaseModel]]]:
         yield (f"[[{path}]]" if many else f"[{path}]"), model
         for name, info in model.model_fields.items():
             inner, inner_many = _model_of(info.annotation)

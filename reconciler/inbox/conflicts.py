@@ -129,6 +129,27 @@ def open_conflicts(conn: Connection, conflicts: Sequence[Conflict]) -> None:
         conn.execute(on_natural_key(insert_for(conn, DISCREPANCIES)), list(unique.values()))
 
 
+def conflicting_fields(
+    conn: Connection,
+    source: str,
+    event_id: str,
+    later_body: bytes,
+    ignore: Sequence[tuple[Segment, ...]] = (),
+    content_type: str | None = None,
+) -> list[str]:
+    """The paths where a conflicting redelivery differs from the stored event (at most
+    ``MAX_FIELDS``), for the answer to that delivery; empty where the diff cannot say."""
+    row = conn.execute(
+        select(INBOX_EVENTS.c.body).where(
+            INBOX_EVENTS.c.source == source, INBOX_EVENTS.c.event_id == event_id
+        )
+    ).first()
+    if row is None:
+        return []
+    diffs = differences(bytes(row.body), later_body, ignore, content_type)
+    return [path for path, _, _ in diffs[:MAX_FIELDS] if path]
+
+
 @dataclass(frozen=True)
 class ConflictBodies:
     """The two versions of one conflicting event, for a side-by-side view."""

@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import Engine, text
@@ -34,6 +35,7 @@ from reconciler.correlation import correlation_id
 from reconciler.errors import ConfigError, RejectedDelivery
 from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.committer import GroupCommitter
+from reconciler.inbox.conflicts import conflicting_fields
 from reconciler.inbox.edge import ConcurrencyLimit
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
@@ -263,17 +265,31 @@ def create_app(
         metrics.ack_seconds.labels(name).observe(time.perf_counter() - arrived)
         if batch.ack is not None:  # what the provider expects (a duplicate is acknowledged alike)
             return _answer(batch.ack)
+        answers: list[dict[str, Any]] = [
+            {"status": o.value, "event_id": i.parsed.event_id}
+            for i, o in zip(items, outcomes, strict=True)
+        ]
+        for answer, item, outcome in zip(answers, items, outcomes, strict=True):
+            if outcome is DeliveryOutcome.CONFLICT:  # which fields differ, for whoever sent it
+                answer["fields"] = await asyncio.to_thread(_conflict_fields, item)
         if len(items) == 1:
-            return JSONResponse({"status": outcomes[0].value, "event_id": items[0].parsed.event_id})
-        return JSONResponse(
-            {
-                "status": "stored",
-                "events": [
-                    {"event_id": i.parsed.event_id, "status": o.value}
-                    for i, o in zip(items, outcomes, strict=True)
-                ],
-            }
-        )
+            return JSONResponse(answers[0])
+        return JSONResponse({"status": "stored", "events": answers})
+
+    def _conflict_fields(item: IncomingEvent) -> list[str]:
+        try:
+            with engine.connect() as conn:
+                return conflicting_fields(
+                    conn,
+                    item.source,
+                    item.parsed.event_id,
+                    item.body,
+                    item.fingerprint_ignore,
+                    item.content_type,
+                )
+        except Exception:  # stored and flagged already: the answer goes out without the list
+            log.warning("could not list a conflict's fields", extra=_fields(item))
+            return []
 
     async def _handshake(
         name: str, verdict: Handshake, received_at: datetime, remote: str | None

@@ -89,7 +89,11 @@ def test_a_changed_redelivery_is_a_conflict_kept_flagged_and_not_applied(
     assert post(receiver, "stripe", first).json() == {"status": "accepted", "event_id": "evt_X"}
     answer = post(receiver, "stripe", later)
     assert answer.status_code == 200
-    assert answer.json() == {"status": "conflict", "event_id": "evt_X"}
+    assert answer.json() == {
+        "status": "conflict",
+        "event_id": "evt_X",
+        "fields": ["data.object.amount_paid", "data.object.status"],  # which ones differ
+    }
 
     assert stored_body(engine) == first[1]  # the first copy stays
     rows = delivery_rows(engine)
