@@ -60,6 +60,12 @@ def db_key() -> str:
     return settings().dashboard.database_url or settings().database.url
 
 
+def link_base() -> str:
+    """What links start with: ``[dashboard] public_url`` (absolute links that work pasted anywhere),
+    else nothing (relative to this dashboard)."""
+    return (settings().dashboard.public_url or "").rstrip("/")
+
+
 def source_names() -> list[str]:
     return [s.name for s in settings().sources]
 

@@ -89,6 +89,12 @@ def event(source: str, event_id: str) -> EventDetail:
     return context.read(event_detail, source=source, event_id=event_id)
 
 
+def discrepancies_of_event(
+    source: str, event_id: str, object_id: str | None
+) -> list[dict[str, Any]]:
+    return context.read(discrepancies.about_event, source, event_id, object_id)
+
+
 @st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
 def dead_groups(db: str, sources: tuple[str, ...]) -> list[dead_letters.DeadGroup]:
     return context.read(dead_letters.dead_groups, sources)

@@ -80,6 +80,14 @@ def parse_id(raw: str) -> int:
     return value
 
 
+def parse_run_id(raw: str) -> str:
+    """A run id as runs store them (a UUID's 36 characters at most: letters, digits, dashes)."""
+    value = raw.strip()
+    if not value or len(value) > 36 or not all(c.isalnum() or c == "-" for c in value):
+        raise ValueError(raw)
+    return value
+
+
 def parse_time(raw: str) -> datetime:
     """An ISO 8601 time; without a zone it is UTC."""
     at = datetime.fromisoformat(raw)

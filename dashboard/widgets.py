@@ -13,18 +13,16 @@ import streamlit as st
 from dashboard import urlstate
 from reconciler.ops.health import Level, Signal
 from reconciler.ops.links import PageLink
-from reconciler.ops.timerange import PRESETS, TimeRange, preset
+from reconciler.ops.timerange import (
+    PRESETS,
+    TimeRange,
+    describe_span,
+    parse_relative,
+    relative_code,
+)
 
-RANGE_CODES = {
-    "15m": "Last 15 minutes",
-    "1h": "Last hour",
-    "24h": "Last 24 hours",
-    "7d": "Last 7 days",
-    "30d": "Last 30 days",
-    "custom": "Custom",
-}
-_CODE_OF = {label: code for code, label in RANGE_CODES.items()}
-assert set(RANGE_CODES.values()) == {*PRESETS, "Custom"}
+CUSTOM = "Custom"
+REFRESH = {"off": None, "10s": 10, "30s": 30, "1m": 60, "5m": 300}
 LEVEL_BADGE = {
     Level.OK: ":green-badge[OK]",
     Level.WARN: ":orange-badge[CHECK]",
@@ -32,16 +30,35 @@ LEVEL_BADGE = {
 }
 
 
+def _span_of(raw: str) -> timedelta:
+    """A URL's ``range``: ``now-1h`` (any minutes, hours or days), or the older codes ``1h``."""
+    return parse_relative(raw)
+
+
 def range_picker(
-    prefix: str, now: datetime, default: str = "24h", where: Any = None
+    prefix: str, now: datetime, default: str = "now-24h", where: Any = None
 ) -> tuple[TimeRange, dict[str, Any]]:
-    """A preset or a custom range with times (UTC); returns the range and its URL parameters."""
+    """A range relative to now (the presets, or any ``range=now-90m`` a link carries) or a custom
+    one with times (UTC); returns the range and its URL parameters (``range=now-1h``)."""
     key = f"{prefix}_range"
-    urlstate.seed(key, "range", RANGE_CODES[default], parse=lambda c: RANGE_CODES[c])
-    label = (where or st).selectbox("Range", list(RANGE_CODES.values()), key=key)
-    code = _CODE_OF[label]
-    if code != "custom":
-        return preset(label, now), {"range": code}
+    raw = st.query_params.get("range")
+    choices = list(PRESETS)
+    linked: str | None = None
+    if raw and raw != "custom":
+        try:
+            linked = describe_span(_span_of(raw))
+        except ValueError:
+            linked = None  # a hostile or mistyped range: the default, as for any URL value
+    if linked is not None and linked not in choices:
+        choices.append(linked)  # a link's own span joins the list for this page
+    choices.append(CUSTOM)
+    if key not in st.session_state:
+        preset_name = describe_span(parse_relative(default))
+        st.session_state[key] = CUSTOM if raw == "custom" else (linked or preset_name)
+    label = (where or st).selectbox("Range", choices, key=key)
+    if label != CUSTOM:
+        span = PRESETS.get(label) or _span_of_label(label)
+        return TimeRange.last(span, now), {"range": relative_code(span)}
     day_ago = now - timedelta(days=1)
     ends: tuple[tuple[str, str, datetime], ...] = (("1", "from", day_ago), ("2", "to", now))
     for part, param, fallback in ends:
@@ -100,10 +117,33 @@ def received_range(prefix: str, where: Any = None) -> tuple[datetime | None, dat
     return times[0], times[1]
 
 
+def _span_of_label(label: str) -> timedelta:
+    """``Last 90 minutes`` → its span (the labels :func:`describe_span` gives)."""
+    _, n, noun = label.split(" ", 2)
+    size = {"minute": 60, "hour": 3600, "day": 86400}[noun.rstrip("s")]
+    return timedelta(seconds=int(n) * size)
+
+
 def range_at(params: dict[str, Any], now: datetime, picked: TimeRange) -> TimeRange:
-    """The picked range as of ``now``: a preset moves with time (an auto-refresh), a custom one not."""
+    """The picked range as of ``now``: a relative one moves with time (a refresh), a custom one
+    not."""
     code = params["range"]
-    return picked if code == "custom" else preset(RANGE_CODES[code], now)
+    return picked if code == "custom" else TimeRange.last(parse_relative(code), now)
+
+
+def refresh_picker(prefix: str, where: Any = None) -> tuple[int | None, dict[str, Any]]:
+    """How often the page's figures refresh (``refresh=30s`` in the URL; off by default); the
+    seconds, or None, and the URL parameter."""
+    key = f"{prefix}_refresh"
+    legacy = {"true": "30s", "1": "30s", "yes": "30s", "false": "off", "0": "off", "no": "off"}
+    urlstate.seed(key, "refresh", "off", parse=lambda r: legacy.get(r, r), choices=list(REFRESH))
+    code = (where or st).selectbox(
+        "Refresh",
+        list(REFRESH),
+        key=key,
+        format_func=lambda c: "off" if c == "off" else f"every {c}",
+    )
+    return REFRESH[code], {"refresh": None if code == "off" else code}
 
 
 def link(target: PageLink, label: str) -> None:
@@ -121,6 +161,10 @@ def health_strip(signals: Sequence[Signal]) -> None:
                 st.caption(signal.detail)
                 if signal.link is not None:
                     link(signal.link, "Open")
+
+
+# an amount in the currency's units (frames.table): two decimals, the column still sorts as numbers
+MONEY = {"amount": st.column_config.NumberColumn("amount", format="%.2f")}
 
 
 def dataframe(frame: pd.DataFrame, key: str, **kwargs: Any) -> None:

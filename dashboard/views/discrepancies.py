@@ -17,7 +17,7 @@ from reconciler.ops.discrepancies import SORTABLE, body_diff, masked_values, val
 from reconciler.ops.display import cell, money
 from reconciler.ops.links import discrepancy_url, to
 from reconciler.ops.masking import Masker
-from reconciler.reconcile.export import DiscrepancyFilter, write_csv
+from reconciler.reconcile.export import DiscrepancyFilter, csv_file_name, write_csv
 from reconciler.states import OUTBOX_SOURCE_PREFIX
 from reconciler.storage.models import DiscrepancyKind, DiscrepancyStatus
 
@@ -37,21 +37,24 @@ urlstate.seed("d_since", "since", None, parse=lambda r: urlstate.parse_time(r).d
 urlstate.seed("d_sort", "sort", "last_seen_at", choices=list(SORTABLE))
 urlstate.seed("d_desc", "desc", True, parse=urlstate.parse_bool)
 urlstate.seed("d_id", "id", None, parse=urlstate.parse_id)
+urlstate.seed("d_run", "run", "", parse=urlstate.parse_run_id)
 f1, f2, f3, f4 = st.columns(4)
 sources = f1.multiselect("Source", names, key="d_sources")
 kinds = f2.multiselect("Kind", KINDS, key="d_kinds")
 status = f3.selectbox("Status", STATUSES, key="d_status")
 since_date = f4.date_input("Last seen on or after (UTC)", key="d_since")
-s1, s2, s3 = st.columns([2, 1, 1])
+s1, s2, s3, s4 = st.columns([2, 1, 1, 2])
 sort = s1.selectbox("Sort by", list(SORTABLE), key="d_sort")
 descending = s2.toggle("Descending", key="d_desc")
 limit = int(s3.number_input("Rows shown", 10, 5000, 500, step=100, key="d_limit"))
+run_id = s4.text_input("Found by run", key="d_run", help="a run id, as the Runs page links it")
 
 flt = DiscrepancyFilter(
     sources=tuple(sources),
     kinds=tuple(kinds),
     status=status,
     since=datetime.combine(since_date, time.min, UTC) if since_date else None,
+    run_id=run_id.strip() or None,
 )
 rows, total = data.list_discrepancies(context.db_key(), flt, sort, descending, limit)
 st.caption(
@@ -63,7 +66,9 @@ impact = data.impact(context.db_key(), tuple(sources))
 if impact:
     with st.expander("Money impact of open missing / diverged / unapplied records", expanded=True):
         widgets.dataframe(
-            frames.table(impact, context.tz(), money_columns={"amount": "currency"}), "d_impact"
+            frames.table(impact, context.tz(), money_columns={"amount": "currency"}),
+            "d_impact",
+            column_config=widgets.MONEY,
         )
 
 
@@ -77,7 +82,7 @@ def _csv() -> bytes:
 st.download_button(
     "Download CSV",
     data=_csv,
-    file_name=f"discrepancies-{status}.csv",
+    file_name=csv_file_name(flt, context.now().date()),
     mime="text/csv",
     key="d_download",
     on_click="ignore",
@@ -111,6 +116,7 @@ if rows:
     picked = st.dataframe(
         shown,
         hide_index=True,
+        column_config=widgets.MONEY,
         key="d_table",
         on_select="rerun",
         selection_mode="single-row",
@@ -134,6 +140,7 @@ urlstate.publish(
         "since": since_date.isoformat() if since_date else None,
         "sort": None if sort == "last_seen_at" else sort,
         "desc": None if descending else False,
+        "run": run_id.strip() or None,
         "id": chosen,
     }
 )

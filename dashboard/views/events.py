@@ -12,11 +12,103 @@ from reconciler.errors import NotFoundError
 from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops.events import EventFilter, timeline
-from reconciler.ops.links import event_url
+from reconciler.ops.links import event_url, page_url
 from reconciler.ops.masking import Masker
 from reconciler.states import EventOrigin, EventStatus
 
 PAGE = 50
+
+
+def show_event(source: str, event_id: str) -> None:
+    """One event at the top of the page: what happened to it, its links, its actions."""
+    try:
+        detail = data.event(source, event_id)
+    except NotFoundError as exc:
+        st.error(str(exc))
+        return
+
+    ev = detail.event
+    tz = context.tz()
+    masker = Masker(context.settings().dashboard.mask_fields)
+    base = context.link_base()
+    st.subheader(f"{ev['event_type'] or 'event'} {event_id}")
+    hint = "" if base else " (relative: set `[dashboard] public_url` for links that work pasted)"
+    st.caption(f"Permalink: `{event_url(source, event_id, base)}`{hint} · source {source}")
+    c = st.columns(5)
+    c[0].metric("Status", str(ev["status"]))
+    c[1].metric("Origin", str(ev["origin"]))
+    c[2].metric("Attempts", ev["attempts"])
+    c[3].metric("Deliveries", len(detail.deliveries))
+    c[4].metric("Audit entries", len(detail.audit))
+    if ev["last_error"]:
+        st.error(f"Last error ({ev['error_class']}): {masker.mask(ev['last_error'])}")
+
+    st.markdown("**Timeline**")
+    st.table(
+        frames.table(
+            [
+                {"at": t.at, "what": t.kind, "summary": t.summary, "detail": masker.mask(t.detail)}
+                for t in timeline(detail)
+            ],
+            tz,
+        )
+    )
+
+    links = []
+    if ev["object_id"]:
+        others = page_url("events", base, q=ev["object_id"])
+        links.append(
+            f"[other events of {ev['object_type'] or 'object'} {ev['object_id']}]({others})"
+        )
+    links.append(
+        f"[events with its correlation id]({page_url('events', base, q=ev['correlation_id'])})"
+    )
+    st.markdown(" · ".join(links))
+    found = data.discrepancies_of_event(source, event_id, ev["object_id"])
+    if found:
+        st.markdown("**Discrepancies** naming this event or its object")
+        widgets.dataframe(
+            frames.table(
+                [{**r, "open": page_url("discrepancies", base, id=r["id"])} for r in found], tz
+            ),
+            "e_discrepancies",
+            column_config={"open": st.column_config.LinkColumn("open", display_text="open")},
+        )
+    chain = data.business_rows(
+        context.db_key(), source, ev["event_type"], ev["object_type"], ev["object_id"]
+    )
+    for rows_of in chain:
+        what = f"`{rows_of.table}` for {ev['object_type'] or 'object'} `{rows_of.key}`"
+        if rows_of.error:
+            st.warning(f"{rows_of.table}: {rows_of.error}")
+        elif rows_of.rows:
+            st.markdown(f"**Business rows** in {what}")
+            widgets.dataframe(
+                frames.table([masker.mask(r) for r in rows_of.rows], tz), "e_business"
+            )
+        else:
+            st.markdown(f"**Business rows** in {what}: none")
+    if detail.messages:
+        st.markdown("**Outgoing messages** this event's handler wrote (see the Outbox page)")
+        widgets.dataframe(frames.table(detail.messages, tz), "e_messages")
+    st.markdown("**Payload** (secrets and configured PII fields masked)")
+    st.code(masker.mask_body(ev["body"], ev["content_type"]), language="json")
+    with st.expander("Stored headers"):
+        st.json(masker.mask(ev["headers"] or {}))
+
+    who = context.identity()
+    if who.can_act:
+        go, reason, _ = context.confirmed_form(
+            "e", f"Yes, replay {event_id} with the same event id", "Replay"
+        )
+        if go:
+            engine = context.engine()
+            context.act_and_refresh(
+                lambda a: actions.replay(engine, source, event_id, actor=a, reason=reason)
+            )
+    else:
+        st.caption("Read-only view: replay needs an operator sign-in.")
+
 
 st.title("Events")
 if not context.guard():
@@ -36,13 +128,22 @@ if "e_open" not in st.session_state:
     source_param, id_param = st.query_params.get("source"), st.query_params.get("event_id")
     st.session_state["e_open"] = (source_param, id_param) if source_param and id_param else None
 
+opened: tuple[str, str] | None = st.session_state["e_open"]
+if opened is not None:  # a permalink or a picked row: the event first, the list one click back
+    if st.button("← All events", key="e_back"):
+        st.session_state["e_open"] = None  # (the picked row stays picked: not opened again)
+        urlstate.publish({})
+        st.rerun()
+    urlstate.publish({"source": opened[0], "event_id": opened[1]})
+    show_event(*opened)
+    st.stop()
+
 query = st.text_input(
     "Find by event id, object id, delivery id or correlation id (exact)",
     key="e_query",
     placeholder="evt_...",
 ).strip()
 
-opened: tuple[str, str] | None = st.session_state["e_open"]
 page_params: dict[str, object] = {}
 if query:
     found = data.search_events(context.db_key(), query, tuple(names))
@@ -116,78 +217,11 @@ if rows:
         picked_key = (str(rows[pick]["source"]), str(rows[pick]["event_id"]))
         if st.session_state.get("e_last_pick") != picked_key:
             st.session_state["e_last_pick"] = picked_key
-            opened = st.session_state["e_open"] = picked_key
+            st.session_state["e_open"] = picked_key
+            st.rerun()
     elif len(rows) == 1 and query:
-        opened = (str(rows[0]["source"]), str(rows[0]["event_id"]))
+        st.session_state["e_open"] = (str(rows[0]["source"]), str(rows[0]["event_id"]))
+        st.rerun()
 
-if opened is not None:
-    page_params |= {"source": opened[0], "event_id": opened[1]}
 urlstate.publish(page_params)  # type: ignore[arg-type]
-if opened is None:
-    st.caption("Pick a row to see the event's timeline.")
-    st.stop()
-
-source, event_id = opened
-try:
-    detail = data.event(source, event_id)
-except NotFoundError as exc:
-    st.error(str(exc))
-    st.stop()
-
-ev = detail.event
-masker = Masker(context.settings().dashboard.mask_fields)
-st.subheader(f"{ev['event_type'] or 'event'} {event_id}")
-st.caption(f"Permalink: `{event_url(source, event_id)}` · source {source}")
-c = st.columns(5)
-c[0].metric("Status", str(ev["status"]))
-c[1].metric("Origin", str(ev["origin"]))
-c[2].metric("Attempts", ev["attempts"])
-c[3].metric("Deliveries", len(detail.deliveries))
-c[4].metric("Audit entries", len(detail.audit))
-if ev["last_error"]:
-    st.error(f"Last error ({ev['error_class']}): {masker.mask(ev['last_error'])}")
-
-st.markdown("**Timeline**")
-st.table(
-    frames.table(
-        [
-            {"at": t.at, "what": t.kind, "summary": t.summary, "detail": masker.mask(t.detail)}
-            for t in timeline(detail)
-        ],
-        tz,
-    )
-)
-
-st.markdown(f"**Correlation id** `{ev['correlation_id']}`: search it to see every event it joins.")
-chain = data.business_rows(
-    context.db_key(), source, ev["event_type"], ev["object_type"], ev["object_id"]
-)
-for rows_of in chain:
-    what = f"`{rows_of.table}` for {ev['object_type'] or 'object'} `{rows_of.key}`"
-    if rows_of.error:
-        st.warning(f"{rows_of.table}: {rows_of.error}")
-    elif rows_of.rows:
-        st.markdown(f"**Business rows** in {what}")
-        widgets.dataframe(frames.table([masker.mask(r) for r in rows_of.rows], tz), "e_business")
-    else:
-        st.markdown(f"**Business rows** in {what}: none")
-if detail.messages:
-    st.markdown("**Outgoing messages** this event's handler wrote (see the Outbox page)")
-    widgets.dataframe(frames.table(detail.messages, tz), "e_messages")
-st.markdown("**Payload** (secrets and configured PII fields masked)")
-st.code(masker.mask_body(ev["body"], ev["content_type"]), language="json")
-with st.expander("Stored headers"):
-    st.json(masker.mask(ev["headers"] or {}))
-
-who = context.identity()
-if who.can_act:
-    go, reason, _ = context.confirmed_form(
-        "e", f"Yes, replay {event_id} with the same event id", "Replay"
-    )
-    if go:
-        engine = context.engine()
-        context.act_and_refresh(
-            lambda a: actions.replay(engine, source, event_id, actor=a, reason=reason)
-        )
-else:
-    st.caption("Read-only view: replay needs an operator sign-in.")
+st.caption("Pick a row to see the event's timeline.")

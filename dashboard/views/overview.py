@@ -28,9 +28,10 @@ left, middle, right = st.columns([2, 4, 2], vertical_alignment="bottom")
 rng, range_params = widgets.range_picker("ov", context.now(), where=left)
 urlstate.seed_many("ov_sources", "source", names, names)
 selected = middle.multiselect("Sources", names, key="ov_sources")
-urlstate.seed("ov_auto", "refresh", False, parse=urlstate.parse_bool)
-auto = right.toggle("Auto-refresh every 30 s", key="ov_auto")
-urlstate.publish({**range_params, "source": selected if selected != names else [], "refresh": auto})
+every, refresh_params = widgets.refresh_picker("ov", where=right)
+urlstate.publish(
+    {**range_params, "source": selected if selected != names else [], **refresh_params}
+)
 if not selected:
     st.info("Select at least one source.")
     st.stop()
@@ -172,4 +173,4 @@ def body() -> None:
     st.plotly_chart(charts.discrepancies_per_run(ov.runs, current), key="chart_runs")
 
 
-st.fragment(body, run_every=30 if auto else None)()
+st.fragment(body, run_every=every)()

@@ -9,6 +9,7 @@ from reconciler.errors import HookledgerError
 from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops.identity import require_operator
+from reconciler.ops.links import page_url, to
 from reconciler.ops.runs import next_scheduled_run
 from reconciler.reconcile.progress import ScanProgress
 from reconciler.reconcile.run import reconcilable_sources
@@ -48,6 +49,10 @@ if runs:
                     **{f"n_{k}": v for k, v in sorted((r["counts"] or {}).items())},
                     "error": r["error"],
                     "run_id": r["run_id"],
+                    # what the run found, on the Discrepancies page (resolved ones too)
+                    "findings": page_url(
+                        "discrepancies", context.link_base(), run=r["run_id"], status="all"
+                    ),
                 }
                 for r in runs
             ],
@@ -55,7 +60,21 @@ if runs:
             age_columns=("took",),
         ),
         "r_runs",
+        column_config={
+            "findings": st.column_config.LinkColumn("findings", display_text="open findings")
+        },
     )
+    with_findings = [r for r in runs if any((r["counts"] or {}).values())][:10]
+    if (
+        with_findings
+    ):  # links a click follows (the table's cells are drawn, not links a keyboard reaches)
+        st.markdown("**What recent runs found**")
+        for r in with_findings:
+            when = r["started_at"].astimezone(context.tz())
+            widgets.link(
+                to("discrepancies", run=r["run_id"], status="all"),
+                f"{r['source']} {when:%Y-%m-%d %H:%M} ({sum((r['counts'] or {}).values()):,})",
+            )
 else:
     st.info("No reconciliation has run yet.")
 

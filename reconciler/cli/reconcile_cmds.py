@@ -195,8 +195,11 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(
                 f"{s['source']}: {s['status']}, {s['records_scanned']} records scanned; found: {found}; resolved {s['resolved']}; open now: {open_now}"
             )
+            if any(s["found"].values()):  # what this run saw, in the dashboard
+                link = page_url("discrepancies", base, run=s["run_id"], status="all")
+                print(f"  seen by this run: {link}")
             if s["open"]:
-                print(f"  {page_url('discrepancies', base, source=[s['source']])}")
+                print(f"  open: {page_url('discrepancies', base, source=[s['source']])}")
         if impact:  # the state after the run(s), not what this run found: say so
             print("open money impact (missing / diverged / unapplied, all runs):")
         for row in impact:

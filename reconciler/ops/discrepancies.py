@@ -152,6 +152,24 @@ def same_object(
     return [dict(r._mapping) for r in conn.execute(stmt)]
 
 
+def about_event(
+    conn: Connection, source: str, event_id: str, object_id: str | None, limit: int = 50
+) -> list[dict[str, Any]]:
+    """The discrepancies that name this event or its object, any kind and status, newest first
+    (what an event's page links to)."""
+    d = DISCREPANCIES
+    names = d.c.event_id == event_id
+    if object_id:
+        names = names | (d.c.object_id == object_id)
+    stmt = (
+        select(d.c.id, d.c.kind, d.c.status, d.c.event_id, d.c.field, d.c.last_seen_at)
+        .where(d.c.source == source, names)
+        .order_by(d.c.last_seen_at.desc(), d.c.id.desc())
+        .limit(limit)
+    )
+    return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
 def _last_key(field: str) -> str:
     return field.rsplit(".", 1)[-1].split("[", 1)[0]
 

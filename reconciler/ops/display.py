@@ -8,7 +8,12 @@ from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from typing import Any
 
-from babel.numbers import UnknownCurrencyError, format_currency, get_currency_precision
+from babel.numbers import (
+    UnknownCurrencyError,
+    format_currency,
+    get_currency_precision,
+    list_currencies,
+)
 
 NOTHING = "-"
 
@@ -28,6 +33,17 @@ def money(amount_minor: int | None, currency: str | None) -> str:
         return str(format_currency(major, code, locale="en_US"))
     except (UnknownCurrencyError, ValueError):
         return f"{amount_minor:,} {code} (minor units)"
+
+
+def major_units(amount_minor: int, currency: str | None) -> tuple[float | int, str]:
+    """``1163061, "eur"`` → ``(11630.61, "EUR")``: a number a table sorts, in the currency's own
+    units, and the code beside it; an unknown or absent currency keeps the minor units and says so."""
+    code = (currency or "").upper()
+    # (Babel gives an unknown code the default precision: asked whether it knows the code first)
+    digits = get_currency_precision(code) if code in list_currencies() else None
+    if digits is None:
+        return amount_minor, f"{code or 'no currency'} (minor units)"
+    return round(float(Decimal(amount_minor).scaleb(-digits)), digits), code
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:

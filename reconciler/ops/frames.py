@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from reconciler.ops.display import NOTHING, age, cell, money
+from reconciler.ops.display import NOTHING, age, cell, major_units
 from reconciler.ops.overview import BucketCount, SnapshotPoint
 from reconciler.ops.timerange import bucket_start
 
@@ -82,9 +82,10 @@ def table(
     age_columns: Sequence[str] = (),
     drop: Sequence[str] = (),
 ) -> pd.DataFrame:
-    """Rows for ``st.dataframe`` as people read them: datetimes ISO with their zone, amounts in
-    major units with the currency (``money_columns``: amount column → currency column), ages in
-    hours and minutes, nothing shown as ``None``; ids are left whole."""
+    """Rows for ``st.dataframe`` as people read them: datetimes ISO with their zone, amounts as
+    numbers in the currency's own units with the currency code in the column beside them
+    (``money_columns``: amount column → currency column; a table sorts them, a spreadsheet sums
+    them), ages in hours and minutes, nothing shown as ``None``; ids are left whole."""
     money_columns = dict(money_columns or {})
     out: list[dict[str, Any]] = []
     for row in rows:
@@ -93,8 +94,11 @@ def table(
             if key in drop or key in money_columns.values():
                 continue
             if key in money_columns:
-                cur = row.get(money_columns[key])
-                shown[key] = NOTHING if value is None else money(int(value), cur)
+                currency_key = money_columns[key]
+                if value is None:
+                    shown[key], shown[currency_key] = None, NOTHING
+                else:
+                    shown[key], shown[currency_key] = major_units(int(value), row.get(currency_key))
             elif key in age_columns:
                 shown[key] = age(value)
             else:

@@ -38,6 +38,45 @@ class TimeRange:
         return cls(now - span, now)
 
 
+RELATIVE_UNITS = {"m": 60, "h": 3600, "d": 86400}
+MAX_RELATIVE = timedelta(days=400)
+
+
+def parse_relative(text: str) -> timedelta:
+    """A range relative to now as Grafana writes it in a URL: ``now-1h``, ``now-90m``, ``now-7d``
+    (``1h`` alone too); a ValueError for anything else, or beyond 400 days."""
+    value = text.strip().removeprefix("now-")
+    number, unit = value[:-1], value[-1:]
+    if unit not in RELATIVE_UNITS or not number.isdigit() or len(number) > 6:
+        raise ValueError(f"not a relative range like now-1h: {text!r}")
+    span = timedelta(seconds=int(number) * RELATIVE_UNITS[unit])
+    if not timedelta(0) < span <= MAX_RELATIVE:
+        raise ValueError(f"a relative range between 1 minute and 400 days: {text!r}")
+    return span
+
+
+def describe_span(span: timedelta) -> str:
+    """``timedelta(hours=1)`` → ``Last 1 hour``; the presets' own names where one matches."""
+    for name, preset_span in PRESETS.items():
+        if preset_span == span:
+            return name
+    seconds = int(span.total_seconds())
+    for size, noun in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds % size == 0:
+            n = seconds // size
+            return f"Last {n} {noun}{'' if n == 1 else 's'}"
+    raise ValueError(span)  # (parse_relative gives whole minutes)
+
+
+def relative_code(span: timedelta) -> str:
+    """The URL's form of a span: ``now-1h``, ``now-90m``."""
+    seconds = int(span.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"now-{seconds // size}{unit}"
+    raise ValueError(span)
+
+
 def preset(name: str, now: datetime) -> TimeRange:
     try:
         return TimeRange.last(PRESETS[name], now)

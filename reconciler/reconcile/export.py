@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, TextIO
 
 from sqlalchemy import Connection, func, select
@@ -68,6 +69,18 @@ class DiscrepancyFilter:
                 | (DISCREPANCIES.c.first_run_id == self.run_id)
             )
         return clauses
+
+
+def csv_file_name(flt: DiscrepancyFilter, day: date) -> str:
+    """A download's name that says what it holds: ``discrepancies-stripe-missing-open-20261203.csv``
+    (the filter's sources, kinds, status and run, then the day; characters a file system or a
+    shell would trip on become ``_``)."""
+    parts = ["discrepancies", *flt.sources, *flt.kinds, flt.status]
+    if flt.run_id:
+        parts.append(f"run-{flt.run_id[:12]}")
+    parts.append(day.strftime("%Y%m%d"))
+    name = "-".join(p for p in parts if p)
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)[:180] + ".csv"
 
 
 def count(conn: Connection, flt: DiscrepancyFilter) -> int:

@@ -255,3 +255,49 @@ def test_demo_overview_renders_and_is_the_readme_screenshot(tmp_path: Path) -> N
     if os.environ.get("HOOKLEDGER_UPDATE_SCREENSHOT") == "1":
         docs = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
         shutil.copyfile(ARTIFACTS / "demo-overview.png", docs)
+
+
+def test_links_land_where_they_point(dashboard: tuple[str, str]) -> None:
+    """A pasted event permalink shows the event's timeline in the first viewport (1440 x 900), the
+    list one click back; a run's link opens what it found; ``range=now-1h`` restores its range."""
+    base, _ = dashboard
+    expect = playwright_api.expect
+    with playwright_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.set_default_timeout(30_000)
+        try:
+            page.goto(f"{base}/events?source=stripe&event_id=evt_2")
+            timeline = page.get_by_text("Timeline", exact=True)
+            expect(timeline).to_be_visible()
+            _settled(page)
+            box = timeline.bounding_box()
+            assert box is not None and box["y"] + box["height"] < 900, box  # no scrolling
+            assert page.evaluate("window.scrollY") == 0
+            expect(page.get_by_text("Find by event id")).to_have_count(0)  # the list is not above
+            _shot(page, "event-permalink")
+            page.get_by_role("button", name="← All events").click()
+            expect(page.get_by_text("Find by event id")).to_be_visible()
+            assert "event_id=" not in page.url
+
+            page.goto(f"{base}/runs")
+            link = page.get_by_role("link", name="stripe", exact=False).filter(has_text="(2)")
+            expect(link).to_be_visible()
+            link.click()
+            expect(page.get_by_role("heading", name="Discrepancies")).to_be_visible()
+            expect(page.get_by_role("textbox", name="Found by run")).to_have_value("run-1")
+            expect(page.get_by_text("3 matching discrepancies;")).to_be_visible()  # any status
+            assert "run=run-1" in page.url and "status=all" in page.url
+            _shot(page, "run-findings")
+
+            page.goto(f"{base}/?range=now-1h")
+            expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+            _settled(page)
+            expect(page.get_by_role("combobox", name="Range")).to_have_value("Last hour")
+            assert "range=now-1h" in page.url
+            page.goto(f"{base}/?range=now-90m")
+            _settled(page)
+            expect(page.get_by_role("combobox", name="Range")).to_have_value("Last 90 minutes")
+            assert "range=now-90m" in page.url
+        finally:
+            browser.close()

@@ -80,9 +80,10 @@ def test_cli_reconcile_exit_codes_json_and_bulk_actions(
     assert main(["reconcile", "--config", cfg]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("stripe: succeeded, 0 records scanned")  # nothing new since
-    assert lines[1] == "  http://127.0.0.1:8501/discrepancies?source=stripe"
-    assert lines[2] == "open money impact (missing / diverged / unapplied, all runs):"
-    assert {line.split(" records, ")[0] for line in lines[2:]} >= {
+    assert lines[1].startswith("  seen by this run: http://127.0.0.1:8501/discrepancies?run=")
+    assert lines[2] == "  open: http://127.0.0.1:8501/discrepancies?source=stripe"
+    assert lines[3] == "open money impact (missing / diverged / unapplied, all runs):"
+    assert {line.split(" records, ")[0] for line in lines[3:]} >= {
         f"  stripe: missing {sum(1 for c, _ in truth if c == currency)}"
         for currency in expected_missing
     }

@@ -11,14 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard import urlstate
-from dashboard.widgets import RANGE_CODES
 from reconciler.demo.day import SLOT, SteppedClock, arrival_times, day_ending
 from reconciler.ops import display, frames
 from reconciler.ops.dead_letters import DeadFilter
 from reconciler.ops.health import HealthFacts, Level, judge
 from reconciler.ops.links import discrepancy_url, event_url, page_url, to
 from reconciler.ops.overview import BucketCount
-from reconciler.ops.timerange import PRESETS
+from reconciler.ops.timerange import PRESETS, describe_span, parse_relative, relative_code
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -96,7 +95,8 @@ def test_table_cells_never_show_none_or_python_reprs() -> None:
     assert row == {
         "id": 12345678901234,
         "event_id": "evt_" + "x" * 60,  # ids whole
-        "amount": "€11,630.61",
+        "amount": 11630.61,  # a number, in the currency's units: the table sorts it
+        "currency": "EUR",
         "at": "2026-12-02T03:41:00+00:00",
         "took": "2 h 14 min",
         "note": "-",
@@ -131,8 +131,8 @@ def test_links_are_the_urls_the_pages_keep() -> None:
 @given(st.text(max_size=40))
 def test_a_hostile_url_value_falls_back_to_the_default(raw: str) -> None:
     """Whatever the address bar holds, a page gets a valid value for each widget."""
-    rng = urlstate.decode(raw, "Last 24 hours", parse=lambda c: RANGE_CODES[c])
-    assert rng in RANGE_CODES.values()
+    span = urlstate.decode(raw, None, parse=parse_relative)
+    assert span is None or timedelta(minutes=1) <= span <= timedelta(days=400)
     ident = urlstate.decode(raw, None, parse=urlstate.parse_id)
     assert ident is None or 0 < ident < 2**63
     flag = urlstate.decode(raw, False, parse=urlstate.parse_bool)
@@ -144,7 +144,8 @@ def test_a_hostile_url_value_falls_back_to_the_default(raw: str) -> None:
 
 
 def test_url_values_that_parse() -> None:
-    assert urlstate.decode("7d", "x", parse=lambda c: RANGE_CODES[c]) == "Last 7 days"
+    assert urlstate.decode("now-7d", None, parse=parse_relative) == timedelta(days=7)
+    assert urlstate.decode("7d", None, parse=parse_relative) == timedelta(days=7)  # older links
     assert urlstate.decode("42", None, parse=urlstate.parse_id) == 42
     assert urlstate.decode("0", None, parse=urlstate.parse_id) is None
     assert urlstate.decode(str(2**63), None, parse=urlstate.parse_id) is None
@@ -152,7 +153,24 @@ def test_url_values_that_parse() -> None:
         2026, 12, 2, 10, 0, tzinfo=UTC
     )
     assert urlstate.decode(None, "d") == "d"
-    assert set(RANGE_CODES.values()) == {*PRESETS, "Custom"}
+
+
+@given(st.integers(1, 400 * 24 * 60))
+def test_a_relative_range_reads_back_from_its_own_url_form(minutes: int) -> None:
+    span = timedelta(minutes=minutes)
+    assert parse_relative(relative_code(span)) == span
+    label = describe_span(span)
+    assert label in PRESETS or label.startswith("Last ")
+
+
+def test_relative_ranges_as_links_write_them() -> None:
+    assert parse_relative("now-1h") == timedelta(hours=1)
+    assert describe_span(timedelta(hours=1)) == "Last hour"  # the preset's own name
+    assert describe_span(timedelta(minutes=90)) == "Last 90 minutes"
+    assert relative_code(timedelta(days=7)) == "now-7d"
+    for bad in ("now-", "now-1w", "now--1h", "now-0m", "now-401d", "1.5h", "now-1h ; drop"):
+        with pytest.raises(ValueError):
+            parse_relative(bad)
 
 
 # -- health --------------------------------------------------------------------------------------
@@ -288,3 +306,34 @@ def test_the_stepped_clock_never_goes_back() -> None:
     clock.jump(NOW - timedelta(hours=1))
     assert NOW - timedelta(hours=1) <= clock() < NOW
     assert clock().tzinfo is not None and clock().utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize(
+    ("minor", "currency", "expected"),
+    [
+        (1163061, "eur", (11630.61, "EUR")),
+        (500, "JPY", (500.0, "JPY")),  # no minor unit
+        (12345, "kwd", (12.345, "KWD")),  # three
+        (700, "ZZZ", (700, "ZZZ (minor units)")),
+        (700, None, (700, "no currency (minor units)")),
+    ],
+)
+def test_money_tables_carry_major_units_and_the_currency_apart(
+    minor: int, currency: str | None, expected: tuple[float, str]
+) -> None:
+    assert display.major_units(minor, currency) == expected
+
+
+def test_a_csv_download_is_named_after_its_filter() -> None:
+    from datetime import date
+
+    from reconciler.reconcile.export import DiscrepancyFilter, csv_file_name
+
+    day = date(2026, 12, 3)
+    flt = DiscrepancyFilter(sources=("stripe",), kinds=("missing",), status="open")
+    assert csv_file_name(flt, day) == "discrepancies-stripe-missing-open-20261203.csv"
+    assert csv_file_name(DiscrepancyFilter(status="all"), day) == "discrepancies-all-20261203.csv"
+    odd = DiscrepancyFilter(sources=("outbox:crm",), run_id="6f1c2a10-0000-11ef", status="open")
+    assert csv_file_name(odd, day) == (
+        "discrepancies-outbox_crm-open-run-6f1c2a10-000-20261203.csv"
+    )
