@@ -23,6 +23,7 @@ from reconciler.ops import (
     runs,
 )
 from reconciler.ops.timerange import TimeRange
+from reconciler.outbox import store as outbox_store
 from reconciler.reconcile.export import DiscrepancyFilter, count, money_impact
 
 TTL = context.ttl()
@@ -174,3 +175,8 @@ def list_dead(
     db: str, flt: dead_letters.DeadFilter, before_id: int | None, limit: int
 ) -> list[dict[str, Any]]:
     return context.read(dead_letters.list_dead, flt, before_id=before_id, limit=limit)
+
+
+def outbox_dead_since(db: str, target: str, since: datetime) -> int:
+    """Read fresh each time (not cached): the count an operator confirms a recovery by."""
+    return context.read(outbox_store.count_dead_since, target, since)

@@ -1,8 +1,10 @@
 """Outbox: outgoing messages per target: pending now, over time, each message's attempts (its
-permalink: ``/outbox?message=ID``) and its own retry; replay chosen dead ones with their keys; check
-the outbox for stuck and dead messages now."""
+permalink: ``/outbox?message=ID``) and its own retry; replay chosen dead ones with their keys, or
+every dead one of a target since a time; check the outbox for stuck and dead messages now."""
 
 from __future__ import annotations
+
+from datetime import UTC, date, datetime, time
 
 import streamlit as st
 
@@ -196,6 +198,33 @@ else:
     if go:
         engine = context.engine()
         context.act_and_refresh(lambda a: outbox_ops.replay(engine, chosen, actor=a, reason=reason))
+
+st.subheader("Recover since")
+st.caption(
+    "Every dead message of a target written since a time, back to pending with its key (as Svix's "
+    "recover): counted first, refused if the count moved before you confirm."
+)
+r1, r2, r3 = st.columns([2, 2, 1])
+recover_target = r1.selectbox("Target", names, key="ob_recover_target")
+recover_day = r2.date_input("Written since (UTC date)", key="ob_recover_day")
+recover_at = r3.time_input("at (UTC)", key="ob_recover_time", step=300)
+if recover_target and isinstance(recover_day, date):
+    since = datetime.combine(recover_day, recover_at or time.min, UTC)
+    waiting = data.outbox_dead_since(context.db_key(), recover_target, since)
+    st.caption(f"{waiting:,} dead messages of {recover_target} since {since:%Y-%m-%d %H:%M} UTC.")
+    if waiting:
+        go_recover, why_recover, _ = context.confirmed_form(
+            "ob_recover",
+            f"Yes, send these {waiting:,} messages again with their keys",
+            "Recover",
+        )
+        if go_recover:
+            engine = context.engine()
+            context.act_and_refresh(
+                lambda a: outbox_ops.recover(
+                    engine, recover_target, since, actor=a, reason=why_recover, expected=waiting
+                )
+            )
 
 st.subheader("Check now")
 st.caption(

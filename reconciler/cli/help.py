@@ -221,6 +221,20 @@ COMMANDS: dict[str, Help] = {
         "One outgoing message with its attempts; its payload masked unless --raw.",
         ("hookledger outbox show 1207", "hookledger outbox show 1207 --json"),
     ),
+    "outbox recover": Help(
+        "Every dead message of a target written since a time back to pending with its key (as "
+        "Svix's 'recover since'): --dry-run counts them; --yes recovers them in one transaction "
+        "with one audit entry, refused if the count moved since (--expect N).",
+        (
+            "hookledger outbox recover --target crm --since 2026-12-05T00:00:00Z --dry-run",
+            "hookledger outbox recover --target crm --since 2026-12-05T00:00:00Z --yes "
+            '--expect 42 --reason "CRM back up"',
+        ),
+        (
+            "0   recovered (or, with --dry-run, counted)",
+            "2   " + ERROR[4:] + "; an unknown target; nothing to recover; the count moved",
+        ),
+    ),
     "outbox replay": Help(
         "Put dead (or failed) messages back to pending with their keys, attempts from zero; one "
         "transaction, audited.",

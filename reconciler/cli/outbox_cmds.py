@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from reconciler.audit import default_actor
-from reconciler.cli.common import Command, run_loops, summarise
+from reconciler.cli.common import Command, iso_time, run_loops, summarise
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.states import OutboxStatus
 
@@ -50,6 +50,22 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--reason", required=True, help="why (kept in the audit log)")
     p.add_argument("--actor", help="who (default: the OS user)")
     p.set_defaults(func=cmd_outbox_replay)
+
+    p = osub.add_parser(
+        "recover",
+        parents=[parent],
+        help="every dead message of a target since a time back to pending (Svix's 'recover')",
+    )
+    p.add_argument("--target", required=True, help="target name")
+    p.add_argument("--since", required=True, type=iso_time, help="written at or after (ISO-8601)")
+    p.add_argument("--dry-run", action="store_true", help="count them, change nothing")
+    p.add_argument("--yes", action="store_true", help="recover them")
+    p.add_argument(
+        "--expect", type=int, metavar="N", help="the dry run's count: refused if it moved"
+    )
+    p.add_argument("--reason", help="why (kept in the audit log; required with --yes)")
+    p.add_argument("--actor", help="who (default: the OS user)")
+    p.set_defaults(func=cmd_outbox_recover)
 
 
 def publishers_for(cmd: Command, concurrency: int) -> list[Any]:
@@ -177,6 +193,37 @@ def cmd_outbox_replay(args: argparse.Namespace) -> int:
     with Command(args) as cmd:
         message = replay(
             cmd.engine, args.ids, actor=args.actor or default_actor(), reason=args.reason
+        )
+    print(message)
+    return EXIT_OK
+
+
+def cmd_outbox_recover(args: argparse.Namespace) -> int:
+    from reconciler.ops.outbox import recover
+    from reconciler.outbox.store import count_dead_since
+
+    if not (args.dry_run or args.yes):
+        raise ConfigError("outbox recover needs --dry-run (count) or --yes (recover)")
+    with Command(args) as cmd:
+        if cmd.settings.outbox.target(args.target) is None:
+            known = ", ".join(t.name for t in cmd.settings.outbox.targets) or "none"
+            raise ConfigError(f"--target {args.target!r}: no such target (configured: {known})")
+        with cmd.engine.connect() as conn:
+            total = count_dead_since(conn, args.target, args.since)
+        if args.dry_run:
+            print(f"{total:,} dead messages of {args.target} since {args.since.isoformat()}")
+            if total:
+                print(f"recover them with the same options and --yes --expect {total} --reason …")
+            return EXIT_OK
+        if not args.reason:
+            raise ConfigError("--reason: required to recover messages (kept in the audit log)")
+        message = recover(
+            cmd.engine,
+            args.target,
+            args.since,
+            actor=args.actor or default_actor(),
+            reason=args.reason,
+            expected=total if args.expect is None else args.expect,
         )
     print(message)
     return EXIT_OK

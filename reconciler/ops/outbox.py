@@ -220,6 +220,19 @@ def messages_of_correlation(conn: Connection, correlation_id: str) -> list[dict[
     return [dict(r._mapping) for r in conn.execute(stmt)]
 
 
+def recover(
+    engine: Engine, target: str, since: datetime, *, actor: str, reason: str, expected: int
+) -> str:
+    """Every dead message of a target since a time back to pending with its key (Svix's
+    "recover"), the count the operator confirmed: one transaction, one audit entry."""
+    why = (reason or "").strip()
+    if not why:
+        raise ActionRefusedError("a reason is required")
+    with engine.begin() as conn:
+        n = store.recover_since(conn, target, since, actor=actor, reason=why, expected=expected)
+    return f"{n:,} dead message{'s' if n != 1 else ''} of {target} back to pending (same keys)"
+
+
 def replay(engine: Engine, message_ids: Sequence[int], *, actor: str, reason: str) -> str:
     """Dead (or failed) messages back to pending with their keys: one transaction, audited."""
     why = (reason or "").strip()

@@ -20,7 +20,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, exists, insert, not_, select, true, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    exists,
+    func,
+    insert,
+    not_,
+    select,
+    true,
+    update,
+)
 
 from reconciler.audit import record_audit
 from reconciler.errors import ActionRefusedError, NotFoundError
@@ -229,6 +240,87 @@ class ReplayedMessage:
     previous_status: str
 
 
+def _requeued(now: datetime) -> dict[str, Any]:
+    """A message's columns as a replay leaves them: pending now, attempts from zero."""
+    return {
+        "status": OutboxStatus.PENDING,
+        "attempts": 0,
+        "next_attempt_at": now,
+        "queued_at": now,  # its age counts from the replay
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "error_class": None,
+        "last_error": None,
+    }
+
+
+def dead_since_where(target: str, since: datetime) -> list[Any]:
+    """The dead messages of one target written at or after ``since`` (Svix's "recover since")."""
+    return [
+        OUTBOX.c.target == target,
+        OUTBOX.c.status == OutboxStatus.DEAD,
+        OUTBOX.c.created_at >= since,
+    ]
+
+
+def count_dead_since(conn: Connection, target: str, since: datetime) -> int:
+    stmt = select(func.count()).select_from(OUTBOX).where(*dead_since_where(target, since))
+    return int(conn.execute(stmt).scalar_one())
+
+
+def recover_since(
+    conn: Connection,
+    target: str,
+    since: datetime,
+    *,
+    actor: str,
+    reason: str,
+    expected: int,
+    batch_size: int = 500,
+) -> int:
+    """Every dead message of ``target`` written since ``since`` back to pending with its key, in
+    the caller's transaction, with ONE audit entry; refused when the count is not ``expected``
+    (what the operator confirmed: nothing uncounted is sent)."""
+    total = count_dead_since(conn, target, since)
+    if total == 0:
+        raise ActionRefusedError(f"no dead message of target '{target}' since {since.isoformat()}")
+    if total != expected:
+        raise ActionRefusedError(
+            f"target '{target}' now has {total:,} dead messages since {since.isoformat()}, not "
+            f"the {expected:,} confirmed: count again and confirm"
+        )
+    ids: list[int] = []
+    last = 0
+    now = utcnow()
+    while True:
+        batch = list(
+            conn.execute(
+                select(OUTBOX.c.id)
+                .where(*dead_since_where(target, since), OUTBOX.c.id > last)
+                .order_by(OUTBOX.c.id)
+                .limit(batch_size)
+            ).scalars()
+        )
+        if not batch:
+            break
+        last = batch[-1]
+        conn.execute(
+            update(OUTBOX)
+            .where(OUTBOX.c.id.in_(batch), OUTBOX.c.status == OutboxStatus.DEAD)
+            .values(**_requeued(now))
+        )
+        ids.extend(batch)
+    record_audit(
+        conn,
+        actor=actor,
+        action="outbox.recover",
+        target=f"outbox:{target}"[:255],
+        reason=reason,
+        detail={"since": since.isoformat(), "count": len(ids), "ids": ids[:1000]},
+    )
+    return len(ids)
+
+
 def replay_message(
     conn: Connection, message_id: int, *, actor: str, reason: str | None
 ) -> ReplayedMessage:
@@ -254,20 +346,10 @@ def replay_message(
             f"outbox message {message_id} is {status.value}: only dead or failed messages can be "
             "replayed"
         )
-    now = utcnow()
     done = conn.execute(
         update(OUTBOX)
         .where(OUTBOX.c.id == row.id, OUTBOX.c.status == status)
-        .values(
-            status=OutboxStatus.PENDING,
-            attempts=0,
-            next_attempt_at=now,
-            queued_at=now,  # its age counts from the replay
-            lease_owner=None,
-            lease_expires_at=None,
-            error_class=None,
-            last_error=None,
-        )
+        .values(**_requeued(utcnow()))
     )
     if done.rowcount != 1:
         raise ActionRefusedError(f"outbox message {message_id} changed while replaying it")

@@ -228,3 +228,71 @@ def test_any_outbox_list_arguments_answer_or_fail_cleanly(
     captured = capsys.readouterr()
     assert code in (0, 2), captured
     assert "Traceback" not in captured.err
+
+
+def test_recover_since_replays_a_targets_dead_messages_counted_first(
+    engine: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Svix's "recover since": the dead messages of one target written since a time back to
+    pending with their keys, counted first, one audit entry; older ones and sent ones stay."""
+    from datetime import UTC, datetime, timedelta
+
+    cfg = _config(tmp_path, db_url)
+    t0 = datetime(2026, 12, 5, 8, tzinfo=UTC)
+    with engine.begin() as conn:
+        for n in range(5):
+            add_message(conn, "crm", {"n": n}, key=f"k-{n}")
+        rows = list(conn.execute(select(OUTBOX.c.id).order_by(OUTBOX.c.id)).scalars())
+        for n, message_id in enumerate(rows):  # hours 0..4, all dead but the last one
+            conn.execute(
+                update(OUTBOX)
+                .where(OUTBOX.c.id == message_id)
+                .values(
+                    created_at=t0 + timedelta(hours=n),
+                    status="sent" if n == 4 else "dead",
+                    attempts=2,
+                    last_error="HTTP 503",
+                )
+            )
+    since = (t0 + timedelta(hours=2)).isoformat()
+    base = ["outbox", "recover", "--target", "crm", "--since", since, "--config", cfg]
+    assert main([*base, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 dead messages of crm since") and "--yes --expect 2" in out
+    assert main([*base, "--yes", "--expect", "3", "--reason", "CRM back"]) == 2
+    assert "not the 3 confirmed" in _one_line(capsys.readouterr().err)
+    assert main([*base, "--yes"]) == 2
+    assert "--reason" in _one_line(capsys.readouterr().err)
+    assert (
+        main(
+            [
+                "outbox",
+                "recover",
+                "--target",
+                "nope",
+                "--since",
+                since,
+                "--dry-run",
+                "--config",
+                cfg,
+            ]
+        )
+        == 2
+    )
+    assert "--target 'nope'" in _one_line(capsys.readouterr().err)
+    assert main([*base, "--yes", "--expect", "2", "--reason", "CRM back", "--actor", "ada"]) == 0
+    assert "2 dead messages of crm back to pending" in capsys.readouterr().out
+    with engine.connect() as conn:
+        states = [
+            (r.key, str(r.status), r.attempts)
+            for r in conn.execute(select(OUTBOX).order_by(OUTBOX.c.id))
+        ]
+        audit = conn.execute(select(AUDIT_LOG.c.action, AUDIT_LOG.c.actor)).all()
+    assert states == [
+        ("k-0", "dead", 2),
+        ("k-1", "dead", 2),
+        ("k-2", "pending", 0),
+        ("k-3", "pending", 0),
+        ("k-4", "sent", 2),
+    ]
+    assert [tuple(a) for a in audit] == [("outbox.recover", "ada")]
