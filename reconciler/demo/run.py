@@ -174,6 +174,25 @@ def _receive_only_webhooks(settings: Settings, seed: int, n: int) -> dict[str, l
     return {"slack": slack_webhooks(seed, max(10, n // 20), secrets["slack"])}
 
 
+class DayLines:
+    """The day's progress where no terminal shows a bar (a CI log, a pipe, a service's journal): a
+    line each tenth of the webhooks, with the time of the day reached."""
+
+    def __init__(self, console: Console, total: int, clock: SteppedClock) -> None:
+        self.console, self.total, self.clock = console, total, clock
+        self.done = 0
+        self.step = max(1, -(-total // 10))
+
+    def advance(self, task: Any) -> None:
+        self.done += 1
+        if self.done % self.step == 0 or self.done == self.total:
+            share = self.done * 100 // max(self.total, 1)
+            self.console.print(
+                f"delivering a day of webhooks: {share}% ({self.done:,}/{self.total:,}), the day's "
+                f"clock at {self.clock():%H:%M} UTC"
+            )
+
+
 def _deliver_day(
     engine: Engine,
     settings: Settings,
@@ -183,7 +202,7 @@ def _deliver_day(
     client: httpx.Client,
     base: str,
     reports: dict[str, Report],
-    progress: Progress,
+    progress: Progress | DayLines,
     task: Any,
 ) -> None:
     """Slot by slot through the day: set the clock, deliver the slot's webhooks, record the queue
@@ -416,19 +435,22 @@ def _received_only(console: Console, engine: Engine) -> None:
 def _summary(
     console: Console, expected: dict[str, dict[str, int]], found: dict[str, dict[str, int]]
 ) -> None:
-    table = RichTable(title="Open discrepancies after the reconciliation (found / ground truth)")
-    table.add_column("source")
+    # kinds down, sources across: as narrow as the sources are few (a terminal of 100 columns)
+    table = RichTable(
+        title="Open discrepancies found", caption="a difference: [red]found / ground truth[/red]"
+    )
+    table.add_column("kind")
+    sources = sorted(set(expected) | set(found))
+    for source in sources:
+        table.add_column(source, justify="right")
     # the outbox's kinds only when there are any: the demo's mailer gets every receipt through
     seen = {k for counts in (*expected.values(), *found.values()) for k, n in counts.items() if n}
-    kinds = [k for k in truth.KINDS if not k.startswith("outbox_") or k in seen]
-    for kind in kinds:
-        table.add_column(kind, justify="right")
-    for source in sorted(set(expected) | set(found)):
+    for kind in (k for k in truth.KINDS if not k.startswith("outbox_") or k in seen):
         cells = []
-        for kind in kinds:
+        for source in sources:
             f, e = found.get(source, {}).get(kind, 0), expected.get(source, {}).get(kind, 0)
             cells.append(f"{f}" if f == e else f"[red]{f} / {e}[/red]")
-        table.add_row(source, *cells)
+        table.add_row(kind, *cells)
     console.print(table)
 
 
@@ -522,18 +544,22 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                 f"{sandbox_url}, receiver on {settings.receiver.host}:{settings.receiver.port}"
             )
             arrivals = arrival_times({name: ordered for name, (ordered, _) in plans.items()}, day)
+            bar = Progress(
+                TextColumn("delivering a day of webhooks"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=False,
+            )
             with (
-                Progress(
-                    TextColumn("delivering a day of webhooks"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeElapsedColumn(),
-                    console=console,
-                    transient=False,
-                ) as progress,
+                bar if console.is_terminal else contextlib.nullcontext(),
                 httpx.Client(timeout=30) as client,
             ):
-                task = progress.add_task("send", total=len(arrivals))
+                progress: Progress | DayLines = (
+                    bar if console.is_terminal else DayLines(console, len(arrivals), clock)
+                )
+                task = bar.add_task("send", total=len(arrivals))
                 base = f"http://{settings.receiver.host}:{settings.receiver.port}"
                 _deliver_day(
                     engine, settings, day, clock, arrivals, client, base, delivered, progress, task
@@ -602,6 +628,20 @@ def run_demo(opts: DemoOptions) -> DemoResult:
     return DemoResult(directory, config_path, expected, found, differences, frozenset(receipts))
 
 
+def _answers(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> bool:
+    """Whether the process answers ``url`` with 200 before it exits or the time is up: the URL is
+    printed only once it opens."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    return False
+
+
 def _dashboard_until_interrupted(console: Console, config_path: Path, port: int) -> None:
     from reconciler.dashboard_process import streamlit_argv
 
@@ -610,19 +650,22 @@ def _dashboard_until_interrupted(console: Console, config_path: Path, port: int)
     # child would keep the port
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     proc = subprocess.Popen(streamlit_argv("127.0.0.1", port, None), env=env)
-    console.print(
-        f"\n[bold]Dashboard: http://127.0.0.1:{port}[/bold]  (sandbox, receiver and worker keep "
-        "running; Ctrl-C stops everything)\n"
-        f"Other commands on this demo: set -a; . {config_path.parent}/demo.env; set +a; then "
-        f"hookledger <command> --config {config_path}"
-    )
-    if shutil.which("xdg-open") and os.environ.get("DISPLAY"):
-        subprocess.Popen(
-            ["xdg-open", f"http://127.0.0.1:{port}"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
     try:
+        if not _answers(f"http://127.0.0.1:{port}/_stcore/health", proc):
+            console.print(f"[red]The dashboard did not start on port {port}[/red] (see above).")
+            return
+        console.print(
+            f"\n[bold]Dashboard: http://127.0.0.1:{port}[/bold]  (sandbox, receiver and worker "
+            "keep running; Ctrl-C stops everything)\n"
+            f"Other commands on this demo: set -a; . {config_path.parent}/demo.env; set +a; then "
+            f"hookledger <command> --config {config_path}"
+        )
+        if shutil.which("xdg-open") and os.environ.get("DISPLAY"):
+            subprocess.Popen(
+                ["xdg-open", f"http://127.0.0.1:{port}"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         while proc.poll() is None:
             time.sleep(0.5)
     except KeyboardInterrupt:

@@ -202,3 +202,18 @@ def test_the_demo_shows_the_inbox_promises(demo: Path, capsys: pytest.CaptureFix
     [invoices] = [b for b in shown["business_rows"] if b["table"] == "demo_invoices"]
     assert invoices["error"] is None and len(invoices["rows"]) == 1
     assert "correlation_id" in invoices["rows"][0]
+
+
+def test_without_a_terminal_the_demo_says_its_progress_and_its_table_fits_100_columns(
+    demo: Path,
+) -> None:
+    said = (demo.parent / "console.txt").read_text().splitlines()
+    progress = [line for line in said if line.startswith("delivering a day of webhooks: ")]
+    assert 5 <= len(progress) <= 11 and progress[-1].startswith(
+        "delivering a day of webhooks: 100% "
+    )
+    start = next(i for i, line in enumerate(said) if "Open discrepancies found" in line)
+    end = next(i for i, line in enumerate(said) if i > start and line.startswith("└"))
+    table = said[start : end + 2]  # (and its caption)
+    assert max(len(line.rstrip()) for line in table) <= 100
+    assert any(line.startswith(("│ missing", "┃ kind")) for line in table)
