@@ -2,4 +2,5 @@
 the hookledger database (``store``)."""
 
 from reconciler.idempotency.middleware import IdempotencyMiddleware as IdempotencyMiddleware
+from reconciler.idempotency.middleware import RoutePolicy as RoutePolicy
 from reconciler.idempotency.middleware import default_owner as default_owner

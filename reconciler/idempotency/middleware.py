@@ -28,15 +28,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import hashlib
 import inspect
 import json
 import logging
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 from sqlalchemy import Engine
@@ -75,13 +77,38 @@ def default_owner(request: Request) -> str:
     return "anonymous"
 
 
+def _sf_string(text: str) -> str | None:
+    """An RFC 8941 sf-string's value (``"a\\"b"`` → ``a"b``), or None when it is not one."""
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        return None
+    out, escaped = [], False
+    for ch in text[1:-1]:
+        if escaped:
+            if ch not in '"\\':
+                return None
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"' or not " " <= ch <= "~":
+            return None
+        else:
+            out.append(ch)
+    return None if escaped else "".join(out)
+
+
 def parse_key(values: list[bytes]) -> str | None:
     """The key from the header's values, or None when it is not usable: given more than once, or
-    not 1-255 visible ASCII characters (inner spaces allowed; surrounding ones are trimmed)."""
+    not 1-255 visible ASCII characters (inner spaces allowed; surrounding ones are trimmed).
+
+    The IETF draft (draft-ietf-httpapi-idempotency-key-header) makes the header a structured-field
+    string, ``Idempotency-Key: "8e03978e-…"``: its value is the key. A bare token, as many clients
+    send, is accepted as the same key: ``"abc"`` and ``abc`` are one key."""
     if len(values) != 1:
         return None
-    key = values[0].decode("latin-1").strip(" \t")
-    return key if _KEY.fullmatch(key) else None
+    text = values[0].decode("latin-1").strip(" \t")
+    key = _sf_string(text) if text.startswith('"') else text
+    return key if key is not None and _KEY.fullmatch(key) else None
 
 
 def fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:
@@ -91,6 +118,46 @@ def fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     return digest.hexdigest()
+
+
+def canonical_body(body: bytes, content_type: str | None) -> bytes:
+    """A JSON body as canonical JSON (sorted keys, no whitespace), so that a client that
+    re-serialises the same document sends the same request; any other body as its bytes."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if not (media == "application/json" or media.endswith("+json")):
+        return body
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return body
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass(frozen=True)
+class RoutePolicy:
+    """What one route asks of its keys (``IdempotencyMiddleware(policies=…)``): ``required``, a
+    guarded request without the header is refused with 400 naming it (the draft's answer);
+    ``retention``, how long its keys are remembered (None: the middleware's; by business risk, as
+    a payment's outlives a like's); ``fingerprint``, ``"json"`` (a JSON body compared as canonical
+    JSON) or ``"bytes"`` (compared as sent)."""
+
+    required: bool = False
+    retention: timedelta | None = None
+    fingerprint: Literal["json", "bytes"] = "json"
+
+
+def policy_for(
+    policies: Sequence[tuple[str, RoutePolicy]], default: RoutePolicy, method: str, path: str
+) -> RoutePolicy:
+    """The first policy whose pattern (``"POST /payments"``, ``"* /orders/*"``: a method or ``*``,
+    then a path with ``*`` wildcards) matches the request; else ``default``."""
+    for pattern, policy in policies:
+        want_method, _, want_path = pattern.partition(" ")
+        if want_method not in ("*", method):
+            continue
+        if fnmatch.fnmatchcase(path, want_path.strip() or "*"):
+            return policy
+    return default
 
 
 def problem(
@@ -119,6 +186,8 @@ class IdempotencyMiddleware:
         max_body_bytes: int = 1_048_576,
         max_response_bytes: int = 1_048_576,
         stored_headers: Collection[str] | None = None,
+        policies: Sequence[tuple[str, RoutePolicy]] = (),
+        default_policy: RoutePolicy = RoutePolicy(),
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         if lease_seconds <= 0 or wait_seconds < 0 or retention <= timedelta(0):
@@ -137,14 +206,31 @@ class IdempotencyMiddleware:
         self.stored_headers = (
             None if stored_headers is None else frozenset(h.lower() for h in stored_headers)
         )
+        self.policies = tuple(policies)
+        for pattern, _ in self.policies:
+            if " " not in pattern.strip():
+                raise ValueError(f"policy {pattern!r}: 'METHOD /path' ('*' for any method)")
+        self.default_policy = default_policy
         self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in self.methods:
             await self.app(scope, receive, send)
             return
+        policy = policy_for(self.policies, self.default_policy, scope["method"], scope["path"])
         raw = [v for k, v in scope["headers"] if k == self.header]
         if not raw:
+            if policy.required:
+                await _answer(
+                    send,
+                    *problem(
+                        400,
+                        "Idempotency key required",
+                        f"{scope['method']} {scope['path']} needs an {self.header_name} header "
+                        '(a unique string, e.g. Idempotency-Key: "<a UUID>")',
+                    ),
+                )
+                return
             await self.app(scope, receive, send)
             return
         key = parse_key(raw)
@@ -154,7 +240,8 @@ class IdempotencyMiddleware:
                 *problem(
                     400,
                     "Invalid idempotency key",
-                    f"{self.header_name} must appear once and be 1-255 visible ASCII characters",
+                    f"{self.header_name} must appear once and be 1-255 visible ASCII characters "
+                    '(a structured-field string, "…", or the bare key)',
                 ),
             )
             return
@@ -176,13 +263,18 @@ class IdempotencyMiddleware:
             owner=str(owner)[:MAX_OWNER],
             key=key,
             fingerprint=fingerprint(
-                scope["method"], scope["path"], scope.get("query_string", b""), body
+                scope["method"],
+                scope["path"],
+                scope.get("query_string", b""),
+                body
+                if policy.fingerprint == "bytes"
+                else canonical_body(body, _header(scope, b"content-type")),
             ),
             method=scope["method"],
             path=scope["path"][:2048],
             token=uuid.uuid4().hex,
         )
-        found = await self._begin_or_wait(attempt)
+        found = await self._begin_or_wait(attempt, policy.retention or self.retention)
         if found.decision is store.Decision.RUN:
             await self._run(scope, receive, send, attempt, body)
         elif found.decision is store.Decision.REPLAY and found.response is not None:
@@ -223,20 +315,20 @@ class IdempotencyMiddleware:
                 ),
             )
 
-    async def _begin_or_wait(self, attempt: store.Attempt) -> store.Found:
+    async def _begin_or_wait(self, attempt: store.Attempt, retention: timedelta) -> store.Found:
         deadline = anyio.current_time() + self.wait_seconds
         pause = 0.02
         while True:
-            found = await self._db(self._begin, attempt)
+            found = await self._db(self._begin, attempt, retention)
             if found.decision is not store.Decision.BUSY or anyio.current_time() >= deadline:
                 return found
             await anyio.sleep(min(pause, max(0.0, deadline - anyio.current_time())))
             pause = min(pause * 2, 0.25)
 
-    def _begin(self, attempt: store.Attempt) -> store.Found:
+    def _begin(self, attempt: store.Attempt, retention: timedelta) -> store.Found:
         with self.engine.begin() as conn:
             return store.begin(
-                conn, attempt, now=self.clock(), lease=self.lease, retention=self.retention
+                conn, attempt, now=self.clock(), lease=self.lease, retention=retention
             )
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
@@ -315,6 +407,13 @@ class IdempotencyMiddleware:
                 await self._db(renew)
             except SQLAlchemyError:
                 log.warning("idempotency key %r: the lease could not be renewed", attempt.key)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

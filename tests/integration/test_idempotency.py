@@ -281,3 +281,75 @@ def _raw_post(url: str, key: bytes) -> tuple[int, bytes]:
             data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), body
+
+
+def test_a_route_can_require_the_key_and_keep_it_for_its_own_retention(
+    api: Callable[..., Any], engine: Engine
+) -> None:
+    """Per-route policy: POST /orders requires the key (the draft's 400, naming the header) and
+    keeps it 30 days; PUT /orders/* keeps the middleware's default."""
+    from datetime import UTC, datetime
+
+    from reconciler.idempotency import RoutePolicy
+
+    orders, url = api(
+        policies=[("POST /orders", RoutePolicy(required=True, retention=timedelta(days=30)))]
+    )
+    refused = post(url, {"item": "book"}, key=None)
+    assert refused.status_code == 400
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "POST /orders needs an Idempotency-Key header" in refused.json()["detail"]
+    assert orders.created == []
+    assert post(url, {"item": "book"}, key="k-pay").status_code == 201
+    put = httpx.put(f"{url}/orders/1", json={"n": 1}, headers={"Idempotency-Key": "k-put"})
+    assert put.status_code == 201
+    with engine.connect() as conn:
+        kept = dict(
+            conn.execute(select(IDEMPOTENCY_KEYS.c.key, IDEMPOTENCY_KEYS.c.expires_at)).all()
+        )
+    now = datetime.now(UTC).replace(tzinfo=None)
+
+    def days(at: datetime) -> float:
+        return ((at.replace(tzinfo=None) if at.tzinfo else at) - now).total_seconds() / 86400
+
+    assert 29.9 < days(kept["k-pay"]) <= 30 and 6.9 < days(kept["k-put"]) <= 7
+    httpx.put(f"{url}/orders/2", json={"n": 2})  # not required there: runs, remembers nothing
+    assert len(orders.created) == 3
+
+
+def test_a_quoted_key_is_the_bare_key_and_re_serialised_json_is_the_same_request(
+    api: Callable[..., Any],
+) -> None:
+    """The draft's header is a structured-field string: "abc" and abc are one key. A JSON body is
+    compared as canonical JSON, so a client that re-serialises it (other key order, spacing) gets
+    the stored answer, not 422; with fingerprint = "bytes" it is another request."""
+    from reconciler.idempotency import RoutePolicy
+
+    orders, url = api()
+    first = httpx.post(
+        f"{url}/orders",
+        content=b'{"item": "book", "qty": 1}',
+        headers={"Idempotency-Key": '"abc"', "Content-Type": "application/json"},
+    )
+    again = httpx.post(
+        f"{url}/orders",
+        content=b'{"qty":1,"item":"book"}',
+        headers={"Idempotency-Key": "abc", "Content-Type": "application/json"},
+    )
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again.headers["idempotent-replayed"] == "true" and len(orders.created) == 1
+    bad = httpx.post(f"{url}/orders", json={}, headers={"Idempotency-Key": '"unterminated'})
+    assert bad.status_code == 400
+
+    strict_orders, strict = api(policies=[("* /orders", RoutePolicy(fingerprint="bytes"))])
+    httpx.post(
+        f"{strict}/orders",
+        content=b'{"item": "pen"}',
+        headers={"Idempotency-Key": "bytes-key", "Content-Type": "application/json"},
+    )
+    other = httpx.post(
+        f"{strict}/orders",
+        content=b'{"item":"pen"}',
+        headers={"Idempotency-Key": "bytes-key", "Content-Type": "application/json"},
+    )
+    assert other.status_code == 422 and len(strict_orders.created) == 1
