@@ -21,7 +21,9 @@ holds it):
 5. ``ops/``: read models and actions the CLI, the scheduler and the dashboard share.
 6. ``schedule`` (APScheduler), ``demo/``, ``dashboard_process`` (how the dashboard is started).
 7. ``cli/``: the ``hookledger`` command.
-8. ``dashboard/`` (a package of its own): Streamlit pages that only render.
+8. ``docs``: the reference pages (docs/configuration.md, docs/cli.md) generated from the settings
+   models and the command parser (``python -m reconciler.docs``).
+9. ``dashboard/`` (a package of its own): Streamlit pages that only render.
 """
 
 __version__ = "0.1.0"
