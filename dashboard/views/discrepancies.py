@@ -177,7 +177,11 @@ meta = {
 if row.get("amount") is not None:
     meta["amount"] = money(int(row["amount"]), row.get("currency"))
 st.table(pd.DataFrame({"": list(meta), "value": [cell(v, tz) for v in meta.values()]}))
-st.caption(f"Link to this discrepancy: `{discrepancy_url(int(row['id']))}`")
+link_base = context.link_base()
+relative = (
+    "" if link_base else " (relative: set `[dashboard] public_url` for links that work pasted)"
+)
+st.caption(f"Link to this discrepancy: `{discrepancy_url(int(row['id']), link_base)}`{relative}")
 nav = st.columns(3)
 in_inbox = bool(row["event_id"]) and data.event_exists(row["source"], row["event_id"])
 if in_inbox:

@@ -14,6 +14,7 @@ from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops import outbox as outbox_ops
 from reconciler.ops.display import age as display_age
+from reconciler.ops.links import page_url
 from reconciler.ops.masking import Masker
 from reconciler.ops.timerange import choose_bucket, describe_width
 from reconciler.states import OUTBOX_SOURCE_PREFIX, OutboxStatus
@@ -157,6 +158,9 @@ if opened is not None:
             f"{m['attempts']} attempts · correlation id `{m['correlation_id']}`"
             + (f" · caused by {m['source']} event `{m['event_id']}`" if m["event_id"] else "")
         )
+        link_base = context.link_base()
+        relative = "" if link_base else " (relative: set `[dashboard] public_url`)"
+        st.caption(f"Permalink: `{page_url('outbox', link_base, message=m['id'])}`{relative}")
         if m["last_error"]:
             st.error(f"Last error ({m['error_class']}): {masker.mask(m['last_error'])}")
         st.markdown("**Attempts**")

@@ -638,3 +638,34 @@ def test_pages_read_the_replica_and_actions_write_the_primary(
     finally:
         replica.dispose()
         primary.dispose()
+
+
+def test_permalinks_are_absolute_with_public_url_and_say_so_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'dash.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    seed(engine)
+    engine.dispose()
+    for extra, expected in (
+        ("", "`/events?source=stripe&event_id=evt_2` (relative: set `[dashboard] public_url`"),
+        (
+            'public_url = "https://ops.example.com/hookledger"',
+            "`https://ops.example.com/hookledger/events?source=stripe&event_id=evt_2` ·",
+        ),
+    ):
+        folder = tmp_path / ("public" if extra else "relative")  # (settings are cached by path)
+        folder.mkdir()
+        config = write_config(folder, url, dashboard_extra=extra)
+        monkeypatch.setenv("HOOKLEDGER_CONFIG", str(config))
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params["source"] = "stripe"
+        at.query_params["event_id"] = "evt_2"
+        at.run()
+        at.switch_page("views/events.py")
+        at.query_params["source"] = "stripe"
+        at.query_params["event_id"] = "evt_2"
+        at.run()
+        captions = " ".join(c.value for c in at.caption)
+        assert expected in captions, captions
