@@ -247,7 +247,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from reconciler.dashboard_process import missing_dashboard_packages
     from reconciler.demo.run import DemoOptions, run_demo
+
+    missing = [] if args.no_dashboard else missing_dashboard_packages()
+    if missing:  # said before the day is run, not after it
+        raise HookledgerError(
+            f"the demo serves the dashboard, which needs {', '.join(missing)}, not installed "
+            "here: pip install 'hookledger[dashboard]' (or run hookledger demo --no-dashboard)"
+        )
 
     result = run_demo(
         DemoOptions(

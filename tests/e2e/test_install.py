@@ -1,0 +1,154 @@
+"""The release shape: ``pip install hookledger`` is the core, ``hookledger[dashboard]`` adds the
+dashboard's stack. Fresh virtual environments, installed with ``constraints.txt`` (a known-good set),
+``pip check`` clean; the core alone runs init, the sandbox, serve, send, worker, reconcile, doctor and
+the demo without its dashboard, and says what to install for the dashboard.
+
+Slow (installs), so it runs where ``HOOKLEDGER_README_TEST=1`` (``.ci/run`` sets it)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.test_readme_commands import _env, fresh_copy
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("HOOKLEDGER_README_TEST") != "1",
+        reason="set HOOKLEDGER_README_TEST=1 to install into fresh environments (CI does)",
+    ),
+]
+STACK = ("streamlit", "pandas", "plotly", "pyarrow")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _venv(where: Path, checkout: Path, extras: str = "") -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
+    pip = [str(where / "bin" / "pip"), "install", "-q", "-c", str(checkout / "constraints.txt")]
+    done = subprocess.run(
+        [*pip, f"{checkout}{extras}"], capture_output=True, text=True, env=_env(), timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    check = subprocess.run(
+        [str(where / "bin" / "pip"), "check"], capture_output=True, text=True, env=_env()
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    return where / "bin"
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"{url}: the process exited"
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer")
+
+
+@pytest.mark.timeout(1800)
+def test_the_core_installs_alone_and_runs_every_core_command(tmp_path: Path) -> None:
+    checkout = fresh_copy(tmp_path / "checkout")
+    bin_ = _venv(tmp_path / "core", checkout)
+    for module in STACK:  # the dashboard's stack is not there
+        absent = subprocess.run([str(bin_ / "python"), "-c", f"import {module}"])
+        assert absent.returncode != 0, module
+    work = tmp_path / "work"
+    work.mkdir()
+    sandbox_port, receiver_port = _free_port(), _free_port()
+    (work / "config.toml").write_text(
+        f"""
+[database]
+url = "sqlite:///{work / "hookledger.db"}"
+
+[receiver]
+port = {receiver_port}
+
+[[sources]]
+name = "stripe"
+kind = "stripe"
+base_url = "http://127.0.0.1:{sandbox_port}"
+api_key_env = "T_KEY"
+signing_secret_env = "T_SECRET"
+initial_lookback_hours = 48
+"""
+    )
+    env = {**_env(), "T_KEY": "sk_test_sandbox", "T_SECRET": "whsec_install_test"}
+    env["HOOKLEDGER_CONFIG"] = str(work / "config.toml")
+    hookledger = str(bin_ / "hookledger")
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [hookledger, *argv], cwd=work, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    assert run("init").returncode == 0
+    sandbox = subprocess.Popen(
+        [hookledger, "sandbox", "--port", str(sandbox_port)],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = subprocess.Popen(
+        [hookledger, "serve"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait(f"http://127.0.0.1:{sandbox_port}/_sandbox/health", sandbox)
+        _wait(f"http://127.0.0.1:{receiver_port}/healthz", server)
+        sent = run("send", "stripe", "--count", "2")
+        assert sent.returncode == 0 and sent.stdout.count("HTTP 200 accepted") == 2, sent
+        worked = run("worker", "--once")
+        assert worked.returncode == 0, worked.stderr
+        listed = run("events", "list", "--source", "stripe")
+        assert listed.stdout.strip().splitlines()[-1] == "2 of 2", listed.stdout
+        reconciled = run("reconcile", "--source", "stripe")
+        assert reconciled.returncode == 0 and "stripe: succeeded" in reconciled.stdout, reconciled
+        doctor = run("doctor")
+        assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    finally:
+        for proc in (server, sandbox):
+            proc.terminate()
+            proc.wait(timeout=30)
+    for command in (("dashboard",), ("demo", "--dir", str(work / "demo"))):
+        refused = run(*command)
+        assert refused.returncode == 2, refused
+        assert "pip install 'hookledger[dashboard]'" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
+    demo = run("demo", "--no-dashboard", "--events", "120", "--dir", str(work / "demo"))
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+
+
+@pytest.mark.timeout(1800)
+def test_the_dashboard_extra_installs_with_the_constraints_and_pip_check_is_clean(
+    tmp_path: Path,
+) -> None:
+    checkout = fresh_copy(tmp_path / "checkout")
+    bin_ = _venv(tmp_path / "dashboard", checkout, "[dashboard,postgres]")
+    imported = subprocess.run(
+        [str(bin_ / "python"), "-c", "import streamlit, pandas, plotly, pyarrow, psycopg"],
+        capture_output=True,
+        text=True,
+    )
+    assert imported.returncode == 0, imported.stderr
