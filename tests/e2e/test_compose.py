@@ -143,3 +143,11 @@ def test_the_image_runs_the_package_as_an_unprivileged_user() -> None:
         assert (ROOT / path).exists(), path
     packages = {"connectors", "reconciler", "dashboard"}
     assert packages <= set(copied)
+    # stages: wheels built once with the constraints; a core target without the dashboard's stack;
+    # the default (last) stage with it; a health check; no compiler or wheel kept in the runtime
+    stages = re.findall(r"^FROM (\S+) AS (\w+)$", dockerfile, flags=re.MULTILINE)
+    assert [name for _, name in stages] == ["build", "core", "full"]
+    assert "-c constraints.txt" in dockerfile and "HEALTHCHECK" in dockerfile
+    core = dockerfile.split(" AS core")[1].split(" AS full")[0]
+    assert "'hookledger[postgres]'" in core and "dashboard" not in core.split("HEALTHCHECK")[0]
+    assert "COPY --from=build /wheels" not in dockerfile  # mounted, never a layer
