@@ -176,6 +176,29 @@ class RetentionSettings(_Table):
     keep_days: int = Field(default=7, ge=1, le=3650)  # hookledger prune's default
 
 
+DEFAULT_PRUNE_SCHEDULE = "15 4 * * *"
+
+
+class PruneSettings(_Table):
+    # when `hookledger schedule` prunes (cron, in [reconcile] timezone), by [retention] keep_days;
+    # "" leaves pruning to a timer or cron running `hookledger prune`
+    schedule: str = DEFAULT_PRUNE_SCHEDULE
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_schedule(cls, value: str) -> str:
+        """Refused by every command, as the scheduler would refuse it."""
+        if value in (DEFAULT_PRUNE_SCHEDULE, "") or not value.strip():
+            return value
+        from reconciler.crontab import crontab_trigger
+
+        try:
+            crontab_trigger(value, ZoneInfo("UTC"))
+        except ValueError as exc:
+            raise ValueError(f"'{value}' is not a valid cron expression ({exc})") from None
+        return value
+
+
 class DashboardAuthSettings(_Table):
     """Optional OIDC sign-in through Streamlit's ``st.login`` (needs the ``auth`` extra: Authlib)."""
 
@@ -653,6 +676,7 @@ class Settings(_Table):
     logging: LoggingSettings = LoggingSettings()
     dashboard: DashboardSettings = DashboardSettings()
     retention: RetentionSettings = RetentionSettings()
+    prune: PruneSettings = PruneSettings()
     outbox: OutboxSettings = OutboxSettings()
     sources: tuple[SourceSettings, ...] = ()
     notify: tuple[NotifySettings, ...] = ()

@@ -44,3 +44,17 @@ def last_fire_time(cron: CronTrigger, before: datetime, horizon: timedelta) -> d
         if last is not None or window >= horizon:
             return last
     return None
+
+
+def prune_trigger_for(settings: Settings) -> CronTrigger | None:
+    """When the scheduler prunes ([prune] schedule in [reconcile] timezone); None: it does not."""
+    expression = settings.prune.schedule.strip()
+    if not expression:
+        return None
+    tz = trigger_for(settings).timezone  # (the time zone checked there)
+    try:
+        return crontab_trigger(expression, tz)
+    except ValueError as exc:
+        raise ConfigError(
+            f"[prune] schedule: '{expression}' is not a valid cron expression ({exc})"
+        ) from None

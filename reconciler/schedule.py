@@ -10,17 +10,17 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import Connection, Engine, insert, update
+from sqlalchemy import Connection, Engine, func, insert, select, update
 
 from reconciler.config import Settings
-from reconciler.cron import last_fire_time, trigger_for
+from reconciler.cron import last_fire_time, prune_trigger_for, trigger_for
 from reconciler.inbox.metrics import oldest_unprocessed
 from reconciler.notify.dispatch import dispatch
 from reconciler.ops.rollup import record_snapshot_hourly, roll_up
@@ -82,6 +82,45 @@ def _outbox_snapshot(conn: Connection, settings: Settings, now: datetime) -> lis
             }
         )
     return rows
+
+
+def prune_now(engine: Engine, settings: Settings) -> None:
+    """The scheduler's nightly prune: what ``hookledger prune`` deletes by ``[retention]
+    keep_days`` (audited as the scheduler), never a failure of the scheduler itself."""
+    from reconciler.ops.prune import prune
+
+    try:
+        result = prune(
+            engine,
+            settings,
+            keep=timedelta(days=settings.retention.keep_days),
+            now=utcnow(),
+            actor="scheduler",
+        )
+    except Exception:  # the next night tries again; the scheduler keeps running
+        log.exception("the scheduled prune failed")
+        return
+    log.info(
+        "pruned rows older than %s: %d events, %d deliveries, %d outbox messages",
+        result.cutoff.isoformat(),
+        result.events,
+        result.deliveries,
+        result.outbox_messages,
+    )
+
+
+def heartbeat_age(engine: Engine, host: str | None = None) -> float | None:
+    """Seconds since the newest heartbeat (of a scheduler on ``host``; any host when None), or
+    None when there is none: what a container's health check asks."""
+    stmt = select(func.max(SCHEDULER_HEARTBEATS.c.beat_at))
+    if host is not None:
+        stmt = stmt.where(SCHEDULER_HEARTBEATS.c.owner.like(f"{host}:%"))
+    with engine.connect() as conn:
+        newest = conn.execute(stmt).scalar_one()
+    if newest is None:
+        return None
+    at: datetime = newest if newest.tzinfo else newest.replace(tzinfo=UTC)
+    return float((utcnow() - at).total_seconds())
 
 
 def heartbeat(engine: Engine, owner: str, started_at: datetime) -> None:
@@ -191,6 +230,18 @@ def build_scheduler(
             name="notifications",
             coalesce=True,
             max_instances=1,
+        )
+    pruning = prune_trigger_for(settings)
+    if pruning is not None:
+        sched.add_job(
+            prune_now,
+            pruning,
+            args=[engine, settings],
+            id="prune",
+            name="prune by [retention] keep_days",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=settings.reconcile.misfire_grace_seconds,
         )
     owner = f"{socket.gethostname()}:{os.getpid()}"[:128]
     sched.add_job(

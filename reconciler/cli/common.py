@@ -20,7 +20,7 @@ from reconciler.config import LoadedConfig, Settings, load_config
 from reconciler.errors import ConfigError
 from reconciler.states import OUTBOX_SOURCE_PREFIX
 from reconciler.storage.engine import database_error, make_engine
-from reconciler.storage.migrate import current_revision, head_revision
+from reconciler.storage.migrate import current_revision, head_revision, known_revisions
 
 
 def iso_time(value: str) -> datetime:
@@ -100,11 +100,17 @@ def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
         except SQLAlchemyError as exc:
             engine.dispose()
             raise database_error(db.url, exc) from None
-        if current != head_revision():
+        if (current != head_revision() and current in known_revisions()) or current is None:
             engine.dispose()
             raise ConfigError(
                 f"the database schema is at revision {current or 'none'}, not the current one: "
                 "run 'hookledger init' first"
+            )
+        if current != head_revision():  # a newer release migrated it: a rolling upgrade
+            logging.getLogger("hookledger").warning(
+                "the database schema is newer than this release (%s > %s): upgrade this host",
+                current,
+                head_revision(),
             )
     return engine
 

@@ -76,6 +76,13 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         "schedule", parents=[parent], help="run the nightly reconciliation and queue snapshots"
     )
     p.add_argument("--run-now", action="store_true", help="also reconcile once at start")
+    p.add_argument(
+        "--check-heartbeat",
+        type=float,
+        metavar="SECONDS",
+        help="no scheduler: exit 0 if a scheduler on this host beat within SECONDS, else 1 (a "
+        "container's health check)",
+    )
     p.set_defaults(func=cmd_schedule)
 
     p = sub.add_parser("export", parents=[parent], help="write discrepancies as CSV")
@@ -371,9 +378,20 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
 def cmd_schedule(args: argparse.Namespace) -> int:
     import signal
+    import socket
 
     from reconciler.reconcile.sweep import reconciler_for, register_targets
-    from reconciler.schedule import build_scheduler
+    from reconciler.schedule import build_scheduler, heartbeat_age
+
+    if args.check_heartbeat is not None:
+        with Command(args) as cmd:
+            age = heartbeat_age(cmd.engine, socket.gethostname())
+        if age is None or age > args.check_heartbeat:
+            said = "no heartbeat" if age is None else f"last heartbeat {age:.0f} s ago"
+            print(f"scheduler on {socket.gethostname()}: {said}", file=sys.stderr)
+            return EXIT_DISCREPANCIES  # 1: unhealthy
+        print(f"scheduler on {socket.gethostname()}: beat {age:.0f} s ago")
+        return EXIT_OK
 
     with Command(args) as cmd:
         settings = cmd.settings

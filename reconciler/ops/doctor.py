@@ -197,11 +197,16 @@ def _database(engine: Engine, url: str, name: str = "database") -> list[Verdict]
         problem = "not initialised: run 'hookledger init'"
     elif current in known:
         problem = f"at revision {current}, behind {HEAD_REVISION}: run 'hookledger init'"
-    else:
-        problem = (
-            f"at revision {current}, which this version of hookledger does not know (a newer "
-            "version migrated it?)"
-        )
+    else:  # a newer release migrated it: this host is next in a rolling upgrade, not broken
+        return [
+            reached,
+            Verdict(
+                schema,
+                "warn",
+                f"schema is newer than this release ({current} > {HEAD_REVISION}): upgrade this "
+                'host (docs/operations.md, "Upgrading")',
+            ),
+        ]
     return [reached, Verdict(schema, "fail", problem)]
 
 

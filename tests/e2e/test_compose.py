@@ -60,8 +60,14 @@ def test_the_compose_file_runs_every_hookledger_service_until_healthy(
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     services: dict[str, Any] = compose["services"]
     ours = {n: s for n, s in services.items() if s.get("image") == "hookledger:latest"}
-    assert set(ours) == {"init", "receiver", "worker", "scheduler", "dashboard"}
+    assert set(ours) == {"init", "receiver", "worker", "publisher", "scheduler", "dashboard"}
     assert all(s["healthcheck"]["test"] for n, s in services.items() if n != "init")
+    # no password in the compose file: deploy/.env (from .env.example) holds it
+    text = (DEPLOY / "compose.yaml").read_text()
+    assert "${POSTGRES_PASSWORD:?" in text and "POSTGRES_PASSWORD: hookledger" not in text
+    assert "POSTGRES_PASSWORD=" in (DEPLOY / ".env.example").read_text()
+    assert services["receiver"]["ports"] == ["127.0.0.1:8000:8000"]  # a proxy faces the world
+    assert services["scheduler"]["healthcheck"]["test"][2:4] == ["schedule", "--check-heartbeat"]
     # the configuration compose mounts, listening on loopback ports of this machine's choosing
     ports = {"8000": free_port(), "8501": free_port(), "9101": free_port()}
     config = (DEPLOY / "config.toml").read_text().replace("0.0.0.0", "127.0.0.1")

@@ -463,3 +463,35 @@ def test_the_dashboards_read_replica_is_checked_too(
         got = [(v.check, v.status) for v in verdicts if v.check.startswith("dashboard database")]
         assert got == expected
     assert not missing.exists()
+
+
+def test_a_schema_newer_than_this_release_is_a_warning_and_commands_still_run(
+    tmp_path: Path, db_url: str, sandbox: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rolling upgrade: one host ran a newer release's `hookledger init`; this older host's
+    doctor warns (upgrade this host) instead of failing, and its commands keep running."""
+    from sqlalchemy import text
+
+    from reconciler.cli.main import main
+
+    _box, server = sandbox
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = 'ffffffffffff'"))
+    try:
+        cfg = write_config(tmp_path / "c.toml", db_url, server.url)
+        checks = by_check(diagnose(str(cfg), offline=True))
+        assert checks["schema"] == [
+            Verdict(
+                "schema",
+                "warn",
+                f"schema is newer than this release (ffffffffffff > {HEAD_REVISION}): upgrade "
+                'this host (docs/operations.md, "Upgrading")',
+            )
+        ]
+        assert main(["events", "list", "--config", str(cfg)]) == 0
+        assert "no event matches" in capsys.readouterr().out
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text(f"UPDATE alembic_version SET version_num = '{HEAD_REVISION}'"))
+        engine.dispose()

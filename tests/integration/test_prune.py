@@ -215,3 +215,67 @@ def test_prune_keeps_an_event_whose_conflict_is_open(engine: Engine) -> None:
         conn.execute(DISCREPANCIES.update().values(status="resolved"))
     assert prune(engine, make_settings(), keep=timedelta(days=7), now=now, actor="ops").events == 1
     assert "old_done" not in _left(engine)["events"]
+
+
+def test_the_scheduler_prunes_nightly_by_the_retention_and_nothing_newer(engine: Engine) -> None:
+    """[prune] schedule: the scheduler's job (registered on its cron, in [reconcile] timezone)
+    deletes what [retention] keep_days says, audited as the scheduler; "" registers none."""
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from reconciler.reconcile.run import Reconciler
+    from reconciler.schedule import build_scheduler, prune_now
+
+    _history(engine)
+    settings = make_settings(retention={"keep_days": 7}, prune={"schedule": "15 4 * * *"})
+    sched = build_scheduler(
+        engine, settings, Reconciler(engine, settings), scheduler=BackgroundScheduler()
+    )
+    job = sched.get_job("prune")
+    assert job is not None and "hour='4', minute='15'" in str(job.trigger)
+    prune_now(engine, settings)
+    left = _left(engine)
+    assert left["events"] == ["new_done", "old_dead", "old_pending"]  # the newer and unended stay
+    with engine.connect() as conn:
+        audit = conn.execute(select(AUDIT_LOG.c.actor, AUDIT_LOG.c.action)).all()
+    assert [tuple(a) for a in audit] == [("scheduler", "prune")]
+    off = make_settings(prune={"schedule": ""})
+    quiet = build_scheduler(engine, off, Reconciler(engine, off), scheduler=BackgroundScheduler())
+    assert quiet.get_job("prune") is None
+
+
+def test_a_bad_prune_schedule_is_a_config_error_naming_it() -> None:
+    from reconciler.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"prune.*schedule.*'every night'"):
+        make_settings(prune={"schedule": "every night"})
+
+
+def test_the_schedulers_health_check_is_its_heartbeat(
+    db_url: str, engine: Engine, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    from reconciler.cli.main import main
+    from reconciler.schedule import heartbeat
+
+    config = tmp_path / "c.toml"
+    config.write_text(f'[database]\nurl = "{db_url}"\n')
+    argv = ["schedule", "--check-heartbeat", "180", "--config", str(config)]
+    assert main(argv) == 1
+    assert "no heartbeat" in capsys.readouterr().err
+    heartbeat(engine, f"{socket.gethostname()}:1234", utcnow())
+    assert main(argv) == 0
+    assert "beat 0 s ago" in capsys.readouterr().out
+    heartbeat(engine, "another-host:1", utcnow())  # another host's scheduler is not this one
+    with engine.begin() as conn:
+        from sqlalchemy import update
+
+        from reconciler.storage.models import SCHEDULER_HEARTBEATS
+
+        conn.execute(
+            update(SCHEDULER_HEARTBEATS)
+            .where(SCHEDULER_HEARTBEATS.c.owner.like(f"{socket.gethostname()}:%"))
+            .values(beat_at=utcnow() - timedelta(minutes=10))
+        )
+    assert main(argv) == 1
+    assert "last heartbeat 600 s ago" in capsys.readouterr().err
