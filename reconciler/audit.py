@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import getpass
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, insert
-
-from reconciler.storage.models import AUDIT_LOG
-from reconciler.storage.types import utcnow
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 
 def default_actor() -> str:
@@ -31,6 +29,12 @@ def record_audit(
     reason: str | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
+    # (imported here: the CLI's parser asks this module for default_actor, not for the tables)
+    from sqlalchemy import insert
+
+    from reconciler.storage.models import AUDIT_LOG
+    from reconciler.storage.types import utcnow
+
     conn.execute(
         insert(AUDIT_LOG).values(
             at=utcnow(),

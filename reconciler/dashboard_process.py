@@ -8,9 +8,10 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from reconciler.config import Settings
+if TYPE_CHECKING:
+    from reconciler.config import Settings
 
 APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
 

@@ -1,5 +1,9 @@
 """What every command shares: the configuration loaded once and the database opened once
-(:class:`Command`), and the checks of its options."""
+(:class:`Command`), and the checks of its options.
+
+Light to import: building the parser (``--help``, ``--version``, a wrong option) imports this
+module, so the configuration's models, SQLAlchemy and the migrations are imported by the functions
+that use them, when a command runs."""
 
 from __future__ import annotations
 
@@ -11,16 +15,15 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
-
-from reconciler.config import LoadedConfig, Settings, load_config
 from reconciler.errors import ConfigError
 from reconciler.states import OUTBOX_SOURCE_PREFIX
-from reconciler.storage.engine import database_error, make_engine
-from reconciler.storage.migrate import current_revision, head_revision, known_revisions
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from reconciler.config import LoadedConfig, Settings
 
 
 def iso_time(value: str) -> datetime:
@@ -48,6 +51,8 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
 
 
 def load(args: argparse.Namespace) -> LoadedConfig:
+    from reconciler.config import load_config
+
     return load_config(getattr(args, "config", None))
 
 
@@ -91,6 +96,11 @@ def check_port(host: str, port: int, option: str = "--port") -> None:
 
 
 def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from reconciler.storage.engine import database_error, make_engine
+    from reconciler.storage.migrate import current_revision, head_revision, known_revisions
+
     settings = loaded.settings
     db = settings.database
     engine = make_engine(db.url, echo=db.echo, connect_timeout=db.connect_timeout_seconds)

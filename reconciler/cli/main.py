@@ -11,8 +11,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from reconciler import __version__
 from reconciler.audit import default_actor
 from reconciler.cli import (
@@ -28,10 +26,8 @@ from reconciler.cli import (
 )
 from reconciler.cli.common import Command, check_port, check_sources, load, run_loops, summarise
 from reconciler.cli.help import document
-from reconciler.config import DEFAULT_CONFIG_PATH
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.logs import configure_logging
-from reconciler.storage.engine import database_error
 
 log = logging.getLogger("hookledger")
 
@@ -369,6 +365,8 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
         loaded = load(args)
         configure_logging(loaded.settings.logging.level, loaded.settings.logging.format)
         if loaded.path is None and args.command not in ("demo", "sandbox"):
+            from reconciler.config import DEFAULT_CONFIG_PATH
+
             print(
                 f"hookledger: no configuration file at {DEFAULT_CONFIG_PATH.resolve()} (nor "
                 "$HOOKLEDGER_CONFIG): using the built-in defaults",
@@ -381,15 +379,22 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
     except HookledgerError as exc:
         print(f"hookledger: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except SQLAlchemyError as exc:
-        # The database went away or refused a statement: one line naming it, never a traceback.
-        url = loaded.settings.database.url if loaded is not None else "?"
-        print(f"hookledger: error: {database_error(url, exc)}", file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return EXIT_BROKEN_PIPE
+    except Exception as exc:
+        # The database went away or refused a statement: one line naming it, never a traceback.
+        # (SQLAlchemy is asked only when it was imported: a command that never opened a database
+        # cannot raise its errors, and --help does not pay for importing it.)
+        sqlalchemy_exc = sys.modules.get("sqlalchemy.exc")
+        if sqlalchemy_exc is None or not isinstance(exc, sqlalchemy_exc.SQLAlchemyError):
+            raise
+        from reconciler.storage.engine import database_error
+
+        url = loaded.settings.database.url if loaded is not None else "?"
+        print(f"hookledger: error: {database_error(url, exc)}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 def run() -> None:

@@ -11,15 +11,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from reconciler.audit import default_actor
 from reconciler.cli.common import Command, iso_time, open_engine
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.ops.links import page_url
 from reconciler.process import freeze_startup_objects
 from reconciler.states import DiscrepancyKind, DiscrepancyStatus
-from reconciler.storage.engine import database_error
 
 EXIT_OK, EXIT_DISCREPANCIES, EXIT_ERROR, EXIT_SKIPPED = 0, 1, 2, 3
 KINDS = tuple(kind.value for kind in DiscrepancyKind)
@@ -233,7 +230,10 @@ def _notify(engine: Any, settings: Any) -> None:
 
 
 def _impact(loaded: Any, sources: list[str]) -> list[dict[str, Any]]:
+    from sqlalchemy.exc import SQLAlchemyError
+
     from reconciler.reconcile.export import money_impact
+    from reconciler.storage.engine import database_error
 
     try:
         engine = open_engine(loaded)

@@ -33,3 +33,32 @@ def test_core_modules_do_not_import_the_dashboard_stack() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def _imported_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
+    script = (
+        "import sys\n"
+        f"{code}\n"
+        f"print(sorted({{m for m in sys.modules if m.startswith({prefixes!r})}}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return list(eval(out.stdout.strip()))  # a printed list of names
+
+
+def test_the_parser_imports_neither_the_models_nor_sqlalchemy() -> None:
+    """--version, --help and a wrong option build the parser only: they start in ~0.06 s (bench
+    /startup.py), not the 0.4 s the configuration's models, SQLAlchemy and the providers cost."""
+    code = "from reconciler.cli.main import build_parser\nbuild_parser()"
+    heavy = ("sqlalchemy", "pydantic", "alembic", "httpx", "connectors.registry", "starlette")
+    assert _imported_after(code, heavy) == []
+
+
+def test_serve_and_worker_import_neither_the_reconciler_nor_alembic() -> None:
+    code = (
+        "import reconciler.cli.main, reconciler.inbox.receiver, reconciler.inbox.worker\n"
+        "import reconciler.outbox.publisher"
+    )
+    assert _imported_after(code, ("alembic", "reconciler.reconcile", "apscheduler")) == []
