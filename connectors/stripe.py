@@ -71,7 +71,7 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 
 _Fetched = tuple[list[Any], bool, str]  # a list page's items, has_more and URL
-_new_record = Record.__new__  # positional: keywords cost a third more on a named tuple
+_new_record = Record.__new__  # positional: cheaper than keywords on a named tuple
 _from_epoch = datetime.fromtimestamp
 
 

@@ -12,13 +12,10 @@ providers' HTTP client.
 
 from __future__ import annotations
 
-import time
-
 import httpx
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from connectors.retry import full_jitter
-from connectors.retry import parse_retry_after as retry_after_at
 from reconciler.errors import AmbiguousError, PermanentError, TransientError
 from reconciler.outgoing import NO_ANSWER
 from reconciler.outgoing import classify_status as classify_status
@@ -59,8 +56,3 @@ def classify_exception(exc: BaseException) -> ErrorClass:
 
 
 backoff_delay = full_jitter  # seconds after failed attempt ``attempt`` (1-based), full jitter
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds from now: delta-seconds or an HTTP date."""
-    return retry_after_at(value, time.time())

@@ -13,7 +13,6 @@ import pytest
 from connectors.retry import full_jitter, parse_retry_after, transient_status
 from reconciler.errors import PermanentError, TransientError
 from reconciler.inbox.retry import backoff_delay, classify_exception, classify_status
-from reconciler.inbox.retry import parse_retry_after as retry_after_from_now
 from reconciler.states import ErrorClass
 
 
@@ -77,8 +76,8 @@ def test_classification_of_failures() -> None:
         is ErrorClass.PERMANENT
     )
     assert classify_exception(RuntimeError("surprise")) is ErrorClass.TRANSIENT
-    assert retry_after_from_now("7") == 7.0
-    assert retry_after_from_now("soon") is None
+    assert parse_retry_after("7", 1000.0) == 7.0
+    assert parse_retry_after("soon", 1000.0) is None
 
 
 def test_sent_without_an_answer_is_ambiguous() -> None:
