@@ -5,7 +5,7 @@
     HookledgerError
     ├── ConfigError            the configuration file or environment is invalid
     ├── DatabaseError          the database cannot be reached or went away (names it, password masked)
-    ├── NotFoundError          an event, source or record named by the user does not exist
+    ├── NoSuchRecordError      an event, message or discrepancy named by the user does not exist
     ├── ActionRefusedError     an operator action is not allowed in the record's current state
     ├── RejectedDelivery       an inbound webhook is refused (carries the HTTP status and a reason)
     └── HandlerError           raised by event handlers to classify a failure
@@ -15,7 +15,8 @@
 
 The docstring of each class is its default message. The root, ``ConfigError`` and
 ``RejectedDelivery`` are defined in ``connectors.errors`` (the bottom floor, so that connectors raise
-them too) and are the same classes here; so are the connectors' own errors under ``ConnectorError``.
+them too) and are the same classes here; so are the connectors' own errors under ``ConnectorError``
+(among them ``NotFoundError``, a provider's 404).
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ class DatabaseError(HookledgerError):
     """The database cannot be reached."""
 
 
-class NotFoundError(HookledgerError):
-    """Not found."""
+class NoSuchRecordError(HookledgerError):
+    """No such record.
+
+    (Apart from ``connectors.errors.NotFoundError``, a provider's 404: this is hookledger's own
+    records, named by an operator.)"""
 
 
 class ActionRefusedError(HookledgerError):

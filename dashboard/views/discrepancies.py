@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import context, data, urlstate, widgets
-from reconciler.errors import HookledgerError, NotFoundError
+from reconciler.errors import HookledgerError, NoSuchRecordError
 from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops import outbox as outbox_ops
@@ -149,7 +149,7 @@ if chosen is None:
 
 try:
     row, related, same = data.discrepancy(int(chosen))
-except NotFoundError as exc:
+except NoSuchRecordError as exc:
     st.error(str(exc))
     st.stop()
 [row] = masked_values([row], masker)

@@ -8,7 +8,7 @@ from datetime import datetime
 import streamlit as st
 
 from dashboard import context, data, urlstate, widgets
-from reconciler.errors import NotFoundError
+from reconciler.errors import NoSuchRecordError
 from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops.events import EventFilter, timeline
@@ -23,7 +23,7 @@ def show_event(source: str, event_id: str) -> None:
     """One event at the top of the page: what happened to it, its links, its actions."""
     try:
         detail = data.event(source, event_id)
-    except NotFoundError as exc:
+    except NoSuchRecordError as exc:
         st.error(str(exc))
         return
 

@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, time
 import streamlit as st
 
 from dashboard import charts, context, data, urlstate, widgets
-from reconciler.errors import HookledgerError, NotFoundError
+from reconciler.errors import HookledgerError, NoSuchRecordError
 from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops import outbox as outbox_ops
@@ -149,7 +149,7 @@ urlstate.publish(
 if opened is not None:
     try:
         detail = data.outbox_message(int(opened))
-    except NotFoundError as exc:
+    except NoSuchRecordError as exc:
         st.error(str(exc))
     else:
         m = detail.message

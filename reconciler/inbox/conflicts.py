@@ -20,7 +20,7 @@ from sqlalchemy import Connection, select, update
 
 from connectors.fingerprint import Segment, differences
 from reconciler.audit import record_audit
-from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.inbox.replay import requeued
 from reconciler.storage.dialect import insert_for
 from reconciler.storage.models import (
@@ -175,7 +175,7 @@ def conflict_bodies(conn: Connection, discrepancy_id: int) -> ConflictBodies:
         )
     ).first()
     if row is None:
-        raise NotFoundError(f"no discrepancy with id {discrepancy_id}")
+        raise NoSuchRecordError(f"no discrepancy with id {discrepancy_id}")
     if row.kind != DiscrepancyKind.CONFLICT or not row.event_id:
         raise ActionRefusedError(f"discrepancy {discrepancy_id} is {row.kind}, not a conflict")
     delivery_row = int((row.detail or {}).get("delivery_row") or 0)
@@ -190,7 +190,7 @@ def conflict_bodies(conn: Connection, discrepancy_id: int) -> ConflictBodies:
         )
     ).first()
     if later is None or later.body is None or stored is None:
-        raise NotFoundError(
+        raise NoSuchRecordError(
             f"discrepancy {discrepancy_id}: the stored event or the later delivery is gone (pruned)"
         )
     return ConflictBodies(

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from reconciler.audit import record_audit
-from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.storage.models import (
     AUDIT_LOG,
     DELIVERIES,
@@ -61,7 +61,7 @@ def replay_event(
         )
     ).first()
     if row is None:
-        raise NotFoundError(f"no event '{event_id}' from source '{source}' in the inbox")
+        raise NoSuchRecordError(f"no event '{event_id}' from source '{source}' in the inbox")
     status = EventStatus(row.status)
     if status not in REPLAYABLE:
         raise ActionRefusedError(
@@ -111,7 +111,7 @@ def event_detail(conn: Connection, *, source: str, event_id: str) -> EventDetail
         select(EVENTS).where(EVENTS.c.source == source, EVENTS.c.event_id == event_id)
     ).first()
     if event is None:
-        raise NotFoundError(f"no event '{event_id}' from source '{source}' in the inbox")
+        raise NoSuchRecordError(f"no event '{event_id}' from source '{source}' in the inbox")
     d = DELIVERIES
     a = PROCESSING_ATTEMPTS
     log = AUDIT_LOG

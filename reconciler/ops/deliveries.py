@@ -19,7 +19,7 @@ import httpx
 from sqlalchemy import Connection, func, select
 
 from reconciler.config import Settings
-from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.sources import options_of, provider
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
 
@@ -95,9 +95,9 @@ def stored_delivery(conn: Connection, delivery_id: int) -> StoredDelivery:
         select(d.c.source, d.c.event_id, d.c.outcome, d.c.body).where(d.c.id == delivery_id)
     ).first()
     if row is None:
-        raise NotFoundError(f"no delivery {delivery_id} in the delivery log")
+        raise NoSuchRecordError(f"no delivery {delivery_id} in the delivery log")
     if row.event_id is None:
-        raise NotFoundError(
+        raise NoSuchRecordError(
             f"delivery {delivery_id} was {row.outcome} and stored no event: nothing to re-send"
         )
     event = conn.execute(
@@ -106,7 +106,7 @@ def stored_delivery(conn: Connection, delivery_id: int) -> StoredDelivery:
         )
     ).first()
     if event is None:
-        raise NotFoundError(
+        raise NoSuchRecordError(
             f"delivery {delivery_id}: its event '{row.event_id}' is no longer in the inbox (pruned)"
         )
     headers = {str(k).lower(): str(v) for k, v in (event.headers or {}).items()}

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from reconciler.errors import NotFoundError
+from reconciler.errors import NoSuchRecordError
 from reconciler.ops.masking import MASK, Masker, is_payment_data, mask_payment_text
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.storage.models import DISCREPANCIES
@@ -73,7 +73,7 @@ def list_discrepancies(
 def discrepancy(conn: Connection, discrepancy_id: int) -> dict[str, Any]:
     row = conn.execute(select(DISCREPANCIES).where(DISCREPANCIES.c.id == discrepancy_id)).first()
     if row is None:
-        raise NotFoundError(f"no discrepancy {discrepancy_id}")
+        raise NoSuchRecordError(f"no discrepancy {discrepancy_id}")
     return dict(row._mapping)
 
 

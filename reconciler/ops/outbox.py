@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select
 
-from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.ops.overview import BucketCount, raw_counts
 from reconciler.ops.timerange import TimeRange
 from reconciler.outbox import store
@@ -176,7 +176,7 @@ class MessageDetail:
 def message_detail(conn: Connection, message_id: int) -> MessageDetail:
     row = conn.execute(select(OUTBOX).where(OUTBOX.c.id == message_id)).first()
     if row is None:
-        raise NotFoundError(f"no outbox message {message_id}")
+        raise NoSuchRecordError(f"no outbox message {message_id}")
     a = OUTBOX_ATTEMPTS
     attempts = [
         dict(r._mapping)

@@ -34,7 +34,7 @@ from sqlalchemy import (
 )
 
 from reconciler.audit import record_audit
-from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.payment_text import mask_payment_text
 from reconciler.states import OUTBOX_UNSENT
 from reconciler.storage.models import OUTBOX, OUTBOX_ATTEMPTS, ErrorClass, OutboxStatus
@@ -339,7 +339,7 @@ def replay_message(
         ).where(OUTBOX.c.id == message_id)
     ).first()
     if row is None:
-        raise NotFoundError(f"no outbox message {message_id}")
+        raise NoSuchRecordError(f"no outbox message {message_id}")
     status = OutboxStatus(row.status)
     if status not in REPLAYABLE:
         raise ActionRefusedError(

@@ -12,7 +12,7 @@ from connectors.base import Connector, Record
 from reconciler.audit import record_audit
 from reconciler.config import SourceSettings
 from reconciler.correlation import mint, usable
-from reconciler.errors import ActionRefusedError, NotFoundError
+from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.sources import provider
@@ -32,7 +32,7 @@ def set_status(
         ).where(DISCREPANCIES.c.id == discrepancy_id)
     ).first()
     if row is None:
-        raise NotFoundError(f"no discrepancy {discrepancy_id}")
+        raise NoSuchRecordError(f"no discrepancy {discrepancy_id}")
     if not reason or not reason.strip():
         raise ActionRefusedError("a reason is required")
     conn.execute(

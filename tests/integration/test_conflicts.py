@@ -233,7 +233,7 @@ def test_apply_the_later_version_replays_it_with_the_same_id_audited(
 
 
 def test_apply_later_refuses_what_is_not_a_conflict_or_is_gone(engine: Engine) -> None:
-    from reconciler.errors import ActionRefusedError, NotFoundError
+    from reconciler.errors import ActionRefusedError, NoSuchRecordError
 
     _, one = stripe("evt_G")
     _, two = stripe("evt_G", status="void")
@@ -242,9 +242,9 @@ def test_apply_later_refuses_what_is_not_a_conflict_or_is_gone(engine: Engine) -
     [d] = discrepancies(engine)
     with engine.begin() as conn:
         conn.execute(delete(DELIVERIES))
-    with pytest.raises(NotFoundError, match="gone"), engine.begin() as conn:
+    with pytest.raises(NoSuchRecordError, match="gone"), engine.begin() as conn:
         apply_later(conn, d.id, actor="a", reason="r")
-    with pytest.raises(NotFoundError, match="no discrepancy"), engine.begin() as conn:
+    with pytest.raises(NoSuchRecordError, match="no discrepancy"), engine.begin() as conn:
         apply_later(conn, 999_999, actor="a", reason="r")
     with engine.begin() as conn:
         conn.execute(update(DISCREPANCIES).values(kind="missing"))

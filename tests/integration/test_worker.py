@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from connectors.parsing import parse_stripe
 from connectors.testing import FakeClock as Clock
-from reconciler.errors import ActionRefusedError, NotFoundError, PermanentError, TransientError
+from reconciler.errors import ActionRefusedError, NoSuchRecordError, PermanentError, TransientError
 from reconciler.inbox.handlers import Event, HandlerRegistry
 from reconciler.inbox.replay import event_detail, replay_event
 from reconciler.inbox.store import IncomingEvent, store_items
@@ -207,7 +207,7 @@ def test_replay_of_a_dead_event_processes_it_once_with_its_id(engine: Engine, db
 
 def test_replay_is_refused_for_unknown_or_in_flight_events(engine: Engine) -> None:
     put(engine, "evt_pending")
-    with engine.begin() as conn, pytest.raises(NotFoundError, match="evt_nope"):
+    with engine.begin() as conn, pytest.raises(NoSuchRecordError, match="evt_nope"):
         replay_event(conn, source="stripe", event_id="evt_nope", actor="a")
     with engine.begin() as conn, pytest.raises(ActionRefusedError, match="pending"):
         replay_event(conn, source="stripe", event_id="evt_pending", actor="a")
