@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, func, or_, select, update
 
-from reconciler.storage.dialect import dialect_insert
+from reconciler.storage.dialect import dialect_insert, name_of
 from reconciler.storage.models import IDEMPOTENCY_KEYS, IdempotencyStatus
 
 KEYS = IDEMPOTENCY_KEYS
@@ -110,7 +110,7 @@ def begin(
         "expires_at": now + retention,
     }
     values = {"owner": attempt.owner, "key": attempt.key, **fresh}
-    if conn.execute(_insert(conn.dialect.name), values).first() is not None:
+    if conn.execute(_insert(name_of(conn)), values).first() is not None:
         return Found(Decision.RUN)
     row = conn.execute(_FIND, _params(attempt)).first()
     if row is None:  # expired and pruned between the two statements: the next try inserts

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from reconciler.inbox.handlers import Event
+from reconciler.storage.dialect import skips_locked_rows
 from reconciler.storage.models import INBOX_EVENTS as EVENTS
 from reconciler.storage.models import EventStatus
 
@@ -51,7 +52,7 @@ def claim_due(
         .order_by(EVENTS.c.next_attempt_at)
         .limit(limit)
     )
-    if conn.dialect.name == "postgresql":
+    if skips_locked_rows(conn):
         due = due.with_for_update(skip_locked=True)
     stmt = (
         update(EVENTS)

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from reconciler.inbox.store import Item, store_items
+from reconciler.storage.dialect import single_writer
 from reconciler.storage.models import DeliveryOutcome
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ _Waiter = tuple[tuple[Item, ...], "asyncio.Future[list[DeliveryOutcome]]"]
 class GroupCommitter:
     def __init__(self, engine: Engine, *, writers: int = 1, max_batch: int = 256) -> None:
         self._engine = engine
-        self._writers = 1 if engine.dialect.name == "sqlite" else max(1, writers)
+        self._writers = 1 if single_writer(engine) else max(1, writers)
         self._max_batch = max_batch
         self._queue: asyncio.Queue[_Waiter] | None = None
         self._tasks: list[asyncio.Task[None]] = []

@@ -17,9 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, literal, select, update
-from sqlalchemy.engine import Dialect
 
-from reconciler.storage.dialect import insert_for
+from reconciler.storage.dialect import greatest, insert_for, locks_rows
 from reconciler.storage.models import (
     DELIVERIES,
     HOURLY_COUNTS,
@@ -84,7 +83,7 @@ def _roll_chunk(conn: Connection, kind: str, now: datetime) -> bool:
     table, tcol, ocol = KINDS[kind]
     target = floor_hour(now - MARGIN)
     q = select(ROLLUP_MARKS.c.upto).where(ROLLUP_MARKS.c.kind == kind)
-    if conn.dialect.name == "postgresql":
+    if locks_rows(conn):
         q = q.with_for_update()  # two schedulers: the second waits, then sees the moved mark
     upto = as_utc(conn.execute(q).scalar())
     if upto is None:
@@ -124,10 +123,6 @@ def roll_up(engine: Engine, now: datetime) -> int:
                 more = _roll_chunk(conn, kind, now)
             chunks += 1
     return chunks
-
-
-def greatest(dialect: Dialect, a: Any, b: Any) -> Any:
-    return func.max(a, b) if dialect.name == "sqlite" else func.greatest(a, b)
 
 
 def record_snapshot_hourly(conn: Connection, rows: list[dict[str, Any]]) -> None:

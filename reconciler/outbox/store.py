@@ -37,6 +37,7 @@ from reconciler.audit import record_audit
 from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.payment_text import mask_payment_text
 from reconciler.states import OUTBOX_UNSENT
+from reconciler.storage.dialect import skips_locked_rows
 from reconciler.storage.models import OUTBOX, OUTBOX_ATTEMPTS, ErrorClass, OutboxStatus
 from reconciler.storage.types import utcnow
 
@@ -130,7 +131,7 @@ def claim(
 ) -> list[Claimed]:
     """Up to ``limit`` due messages of these targets, leased to ``owner``, oldest due first."""
     out: list[Claimed] = []
-    skip_locked = conn.dialect.name == "postgresql"
+    skip_locked = skips_locked_rows(conn)
     params: dict[str, Any] = {
         "b_now": now,
         "b_lease_until": lease_until,

@@ -28,7 +28,7 @@ from sqlalchemy import Connection
 
 from reconciler.correlation import mint, usable
 from reconciler.errors import ConfigError
-from reconciler.storage.dialect import dialect_insert
+from reconciler.storage.dialect import dialect_insert, name_of
 from reconciler.storage.models import OUTBOX, OutboxStatus
 from reconciler.storage.types import utcnow
 
@@ -237,7 +237,7 @@ def insert_message(conn: Connection, msg: Message, now: datetime | None = None) 
         "created_at": at,
         "queued_at": at,
     }
-    return conn.execute(_insert(conn.dialect.name), values).first() is not None
+    return conn.execute(_insert(name_of(conn)), values).first() is not None
 
 
 def add_message(

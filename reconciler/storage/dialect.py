@@ -63,7 +63,38 @@ class CompiledOnce:
         return list(conn.exec_driver_sql(compiled.string, params))
 
 
-def single_writer(engine: Engine) -> bool:
+def single_writer(engine: Engine | Connection) -> bool:
     """Whether the database has one writer at a time (SQLite): a transaction that writes holds
     everyone else's writes until it ends."""
     return engine.dialect.name == "sqlite"
+
+
+# What the code above storage/ asks of a database, so that no module there compares dialect names
+# (tests/unit/test_layers.py holds it).
+
+
+def name_of(bind: Engine | Connection) -> str:
+    """The dialect's name, for statements built and cached once per dialect."""
+    return str(bind.dialect.name)
+
+
+def is_postgresql(bind: Engine | Connection) -> bool:
+    return bind.dialect.name == "postgresql"
+
+
+def skips_locked_rows(bind: Engine | Connection) -> bool:
+    """Whether ``SELECT … FOR UPDATE SKIP LOCKED`` lets concurrent claimers pass each other
+    (PostgreSQL); SQLite's one writer makes a claim exclusive anyway."""
+    return is_postgresql(bind)
+
+
+def locks_rows(bind: Engine | Connection) -> bool:
+    """Whether ``SELECT … FOR UPDATE`` locks the rows read (PostgreSQL; SQLite has no row locks)."""
+    return is_postgresql(bind)
+
+
+def greatest(dialect: Any, a: Any, b: Any) -> Any:
+    """The larger of two SQL values: SQLite's two-argument ``max``, PostgreSQL's ``greatest``."""
+    from sqlalchemy import func
+
+    return func.max(a, b) if dialect.name == "sqlite" else func.greatest(a, b)

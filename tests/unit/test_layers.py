@@ -112,3 +112,20 @@ def test_the_floor_rules_catch_an_arrow_the_wrong_way() -> None:
     assert floor_of("reconciler.reconcile.store.sqlite") == 4
     assert floor_of("reconciler.outbox.writer") < floor_of("reconciler.inbox.handlers")  # type: ignore[operator]
     assert floor_of("reconciler.storage.models") < floor_of("reconciler.inbox.worker")  # type: ignore[operator]
+
+
+def test_dialect_choices_are_made_inside_storage() -> None:
+    """Which database this is gets asked of ``reconciler.storage.dialect`` (what it can do: one
+    writer, row locks, skipping locked rows), never by comparing dialect names elsewhere."""
+    import re
+
+    outside = []
+    for package in ("reconciler", "connectors", "dashboard"):
+        for path in (ROOT / package).rglob("*.py"):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith("reconciler/storage/"):
+                continue
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"\bdialect\.name\b", line):
+                    outside.append(f"{relative}:{n}")
+    assert outside == []

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine
 
 from reconciler.reconcile.store import postgres, sqlite
 from reconciler.reconcile.store.passes import ClosingPasses, listed_scope
+from reconciler.storage.dialect import is_postgresql
 
 __all__ = [
     "ClosingPasses",
@@ -26,7 +27,7 @@ __all__ = [
 
 
 def _is_postgres(bind: Connection | Engine) -> bool:
-    return bind.dialect.name == "postgresql"
+    return is_postgresql(bind)
 
 
 def check_ready(engine: Engine) -> None:
