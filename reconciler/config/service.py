@@ -1,0 +1,144 @@
+"""The services' own tables: [database], [receiver], [worker], [reconcile], [business], [logging],
+[retention], [prune]."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import (
+    Field,
+    ValidationInfo,
+    field_validator,
+)
+
+from reconciler.config.base import DEFAULT_DATABASE_URL, DEFAULT_SCHEDULE, _Table
+
+
+class DatabaseSettings(_Table):
+    url: str = DEFAULT_DATABASE_URL
+    echo: bool = False
+    # PostgreSQL: how long a connection attempt may take before the command fails
+    connect_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+
+
+class ReceiverSettings(_Table):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    max_body_bytes: int = Field(default=1_048_576, ge=1)
+    # Group commit: requests waiting at the same moment are stored in one transaction.
+    batch_max_size: int = Field(default=256, ge=1, le=10_000)
+    # Concurrent group-commit writers (SQLite always uses one: it has a single writer).
+    writers: int = Field(default=2, ge=1, le=64)
+    # Rejections for source names that are not configured, stored per client address and minute
+    # (the rest are only counted): strangers cannot grow the deliveries table without bound.
+    unknown_source_log_per_minute: int = Field(default=10, ge=0, le=100_000)
+    # where providers reach the receiver (behind a proxy, say): `hookledger doctor` checks that its
+    # /healthz answers there
+    public_url: str | None = Field(default=None, pattern=r"^https?://[^\s?#]+$")
+    # a body not received in full within this long is answered 408: a half-sent body cannot hold a
+    # request open for ever
+    body_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
+    # webhook requests at once; beyond, 503 with Retry-After (health checks and metrics still answer)
+    limit_concurrency: int = Field(default=256, ge=1, le=100_000)
+
+
+class WorkerSettings(_Table):
+    handlers: tuple[str, ...] = ()
+    forward_url: str | None = None
+    forward_timeout_seconds: float = Field(default=10.0, gt=0)
+    max_attempts: int = Field(default=8, ge=1)
+    backoff_base_seconds: float = Field(default=2.0, gt=0)
+    backoff_max_seconds: float = Field(default=3600.0, gt=0)
+    lease_seconds: float = Field(default=60.0, gt=0)
+    batch_size: int = Field(default=100, ge=1, le=10_000)
+    poll_interval_seconds: float = Field(default=1.0, gt=0)
+    concurrency: int = Field(default=1, ge=1, le=64)
+    # GET /metrics of the worker process (handler durations, outcomes): off unless a port is set
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_host: str = "127.0.0.1"
+    # SQLite: a handler holding the write lock longer than this is warned about, once per handler
+    sqlite_lock_warn_seconds: float = Field(default=2.0, gt=0)
+
+    @field_validator("handlers", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+class ReconcileSettings(_Table):
+    grace_seconds: int = Field(default=300, ge=0)
+    stuck_after_seconds: int = Field(default=3600, ge=1)
+    overlap_seconds: int = Field(default=300, ge=0)
+    # renewed every few seconds by the running run: a dead run frees the source this long after
+    lease_seconds: int = Field(default=120, ge=10)
+    timezone: str = "UTC"  # before schedule: the schedule's validator reads it
+    schedule: str = DEFAULT_SCHEDULE
+    misfire_grace_seconds: int = Field(default=3600, ge=1)
+    snapshot_interval_seconds: int = Field(default=60, ge=5)
+    # how long one request of a run keeps waiting out 429s and retrying 5xx, a proxy's HTML page or
+    # a body cut short before the run fails (its cursor kept)
+    max_wait_seconds: float = Field(default=300.0, ge=1, le=86_400)
+
+    @field_validator("timezone")
+    @classmethod
+    def _valid_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone '{value}'") from None
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_schedule(cls, value: str, info: ValidationInfo) -> str:
+        """Every command rejects a schedule the scheduler would refuse, not only ``schedule``."""
+        if value == DEFAULT_SCHEDULE:
+            return value  # known valid: skips importing APScheduler's cron parser at start-up
+        from reconciler.crontab import crontab_trigger
+
+        tz = info.data.get("timezone", "UTC")  # validated before: it is declared first
+        try:
+            crontab_trigger(value, ZoneInfo(tz))
+        except ValueError as exc:
+            raise ValueError(f"'{value}' is not a valid cron expression ({exc})") from None
+        return value
+
+
+class BusinessSettings(_Table):
+    url: str | None = None  # default: the inbox database
+    # PostgreSQL: each business read is READ ONLY and may take this long at most
+    statement_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+
+
+class LoggingSettings(_Table):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # "json": one JSON object a line (level, logger, message, time and the structured fields)
+    format: Literal["text", "json"] = "text"
+
+
+class RetentionSettings(_Table):
+    keep_days: int = Field(default=7, ge=1, le=3650)  # hookledger prune's default
+
+
+DEFAULT_PRUNE_SCHEDULE = "15 4 * * *"
+
+
+class PruneSettings(_Table):
+    # when `hookledger schedule` prunes (cron, in [reconcile] timezone), by [retention] keep_days;
+    # "" leaves pruning to a timer or cron running `hookledger prune`
+    schedule: str = DEFAULT_PRUNE_SCHEDULE
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_schedule(cls, value: str) -> str:
+        """Refused by every command, as the scheduler would refuse it."""
+        if value in (DEFAULT_PRUNE_SCHEDULE, "") or not value.strip():
+            return value
+        from reconciler.crontab import crontab_trigger
+
+        try:
+            crontab_trigger(value, ZoneInfo("UTC"))
+        except ValueError as exc:
+            raise ValueError(f"'{value}' is not a valid cron expression ({exc})") from None
+        return value
