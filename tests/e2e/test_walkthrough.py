@@ -52,13 +52,9 @@ def scratch_url() -> Iterator[str]:
 def test_the_first_real_source_walkthrough_ends_with_a_processed_event(
     tmp_path: Path, scratch_url: str
 ) -> None:
-    env = {
-        **os.environ,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": str(tmp_path),  # myapp, as a project's own package
-        "HOOKLEDGER_CONFIG": "",
-    }
-    env.pop("HOOKLEDGER_CONFIG")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    for name in ("HOOKLEDGER_CONFIG", "PYTHONPATH"):  # only what the walk-through sets
+        env.pop(name, None)
     shell = block("shell").splitlines()[1:]  # the install is this environment's already
     subprocess.run(["bash", "-ec", "\n".join(shell)], cwd=tmp_path, env=env, check=True)
     config = block("config.toml").replace(
@@ -73,8 +69,10 @@ def test_the_first_real_source_walkthrough_ends_with_a_processed_event(
         for line in block("run").splitlines():
             command = line.split("#", 1)[0].strip()
             if command.startswith("export "):
-                name, _, _value = command.removeprefix("export ").partition("=")
-                env[name] = "whsec_walkthrough_secret"  # what `stripe listen` would print
+                name, _, value = command.removeprefix("export ").partition("=")
+                if value == "whsec_...":
+                    value = "whsec_walkthrough_secret"  # what `stripe listen` would print
+                env[name] = value.replace("$PWD", str(tmp_path))
                 continue
             if command.endswith("&"):
                 server = subprocess.Popen(
