@@ -8,7 +8,7 @@ from datetime import timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.idempotency.middleware import (
+from reconciler.idempotency.keys import (
     _KEY,
     RoutePolicy,
     canonical_body,
