@@ -7,7 +7,7 @@ results and the new cursor in one transaction (a cursor moves with its data).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
@@ -66,7 +66,6 @@ class Page:
     done: bool  # no more pages up to now
     gap: Gap | None = None
     url: str | None = None  # the request that produced it, secrets redacted
-    prepared: Any = None  # what ``ScanOptions.prepare`` made of its records (None: not run)
     slices: tuple[int, int] | None = None  # a sliced scan's (done, planned) slices, for progress
     # Records the provider listed again that the scan before judged already (the checkpoint itself
     # when a listing restarts at its time): not judged or counted again, but the scan saw them, so
@@ -119,10 +118,6 @@ class ScanOptions:
     initial_lookback: timedelta = field(default=timedelta(hours=72))
     full: bool = False  # ignore the cursor and rescan the initial look-back
     overlap: timedelta = field(default=timedelta(0))  # time-based cursors restart this much earlier
-    # Work on a page's records that a connector paging several requests at once may run on its
-    # fetcher threads, before the caller takes the page (``Page.prepared``); the caller does it
-    # itself for a page without it. It must be thread-safe.
-    prepare: Callable[[Sequence[Record]], Any] | None = None
     # The ids of the objects the inbox holds events of for this source since the scan's look-back,
     # streamed: a provider with no list API reads each back (GoPay's payments).
     known_objects: Callable[[], Iterator[str]] | None = None

@@ -322,18 +322,15 @@ class ShopifyGraphQLConnector(ShopifyBase):
                 guards.guard = PageGuard(self.source, shape, sleep=self.client.pause)
             items, more, after = guards.guard.fetch(lambda r: self._fetch(*r), (piece, until))
             records = tuple(order_record(item) for item in items)
-            prepared = options.prepare(records) if options.prepare and records else None
             oldest = _epoch(items[-1]["updated_at"]) if items else None
-            return SliceFetch(
-                (records, prepared), after or piece.after, more, oldest, self.endpoint
-            )
+            return SliceFetch(records, after or piece.after, more, oldest, self.endpoint)
 
         pages = run_slices(
             plan, fetch, concurrency=self.client.budget.concurrency, name=f"{self.source}-slice"
         )
         with closing(pages):
             for page in pages:
-                records, prepared = page.fetched.items
+                records = tuple(page.fetched.items)
                 for record in records:
                     if newest is None or (_epoch(record.object_version) or 0) > (
                         _epoch(newest) or 0
@@ -354,7 +351,6 @@ class ShopifyGraphQLConnector(ShopifyBase):
                     {"orders": state},
                     done=page.done,
                     url=page.fetched.url,
-                    prepared=prepared,
                     slices=(sum(s.done for s in page.plan), len(page.plan)),
                 )
 

@@ -187,7 +187,7 @@ class StripeConnector:
             )
             position = {"phase": "backfill", "since": int(horizon.timestamp()) + 1}
         if position.get("phase") == "sliced":
-            yield from self._sliced(position, gap, options.prepare)
+            yield from self._sliced(position, gap)
             return
         sliced = self.client.budget.concurrency > 1
         if position.get("checkpoint") and position.get("phase") != "backfill":
@@ -197,9 +197,7 @@ class StripeConnector:
                 return
             start = since - int(options.overlap.total_seconds())
             if sliced:
-                yield from self._sliced(
-                    self._window(start, options, position), gap, options.prepare
-                )
+                yield from self._sliced(self._window(start, options, position), gap)
                 return
             position = {
                 "phase": "backfill",
@@ -215,7 +213,7 @@ class StripeConnector:
             position = {"phase": "backfill", "since": int((options.now - lookback).timestamp())}
         if sliced and not position.get("after"):  # (a sequential backfill under way goes on so)
             window = self._window(position["since"], options, {})
-            yield from self._sliced(window, gap, options.prepare)
+            yield from self._sliced(window, gap)
             return
         yield from self._backfill(position, gap)
 
@@ -321,9 +319,7 @@ class StripeConnector:
             "seen": previous.get("checkpoint"),
         }
 
-    def _sliced(
-        self, position: Mapping[str, Any], gap: Gap | None, prepare: Any = None
-    ) -> Iterator[Page]:
+    def _sliced(self, position: Mapping[str, Any], gap: Gap | None) -> Iterator[Page]:
         try:
             plan = [Slice.from_json(value) for value in position["slices"]]
         except (KeyError, TypeError, ValueError) as exc:
@@ -354,10 +350,9 @@ class StripeConnector:
             )
             data, has_more, url = guards.fetch(params)
             oldest = data[-1].get("created") if data else None
-            # records are built here, on the fetcher's thread, and prepared: the writer only writes
-            records, relisted = _split_seen(data, seen)
+            # records are built here, on the fetcher's thread: the writer only writes
             return SliceFetch(
-                (records, relisted, prepare(records) if prepare and records else None),
+                _split_seen(data, seen),
                 data[-1]["id"] if data else piece.after,
                 has_more,
                 oldest if isinstance(oldest, int) else None,
@@ -369,7 +364,7 @@ class StripeConnector:
         )
         with closing(pages):
             for page in pages:
-                records, relisted, prepared = page.fetched.items
+                records, relisted = page.fetched.items
                 if records:  # the newest record of the whole listing, whichever slice it is in
                     newest = records[0].payload.get("created")
                     if isinstance(newest, int) and (top_created is None or newest > top_created):
@@ -396,7 +391,6 @@ class StripeConnector:
                     done=page.done,
                     gap=gap,
                     url=url,
-                    prepared=prepared,
                     slices=slices,
                     relisted=relisted,
                 )

@@ -14,10 +14,11 @@ holds it):
 2. The team's own outgoing calls and API: ``outbox/`` (the transactional outbox: writer, claims,
    publisher) and ``idempotency/`` (Idempotency-Key middleware for the team's ASGI API).
 3. ``inbox/``: receiver (signature, one transaction, group commit), store, worker, forwarder, metrics.
-4. ``reconcile/``: ``run`` (one run of one source), ``judge`` (pure: findings and fix rules),
+4. ``reconcile/``: ``run`` (one run of one source: a page goes fetch -> ``lookup`` -> ``page_judge``
+   -> the store's write, looked up ahead by ``pipeline``), ``judge`` (pure: findings and fix rules),
    ``compare`` (pure value rules), ``store/`` (one scan store per database and the closing passes),
    ``closing``, ``business`` (the business tables a check reads), ``lease``, ``history``, ``summary``,
-   ``export`` (CSV), ``actions`` (backfill, replay, resolve).
+   ``export`` (CSV), ``repair`` (backfill, replay, resolve).
 5. ``ops/``: read models and actions the CLI, the scheduler and the dashboard share.
 6. ``schedule`` (APScheduler), ``demo/``, ``dashboard_process`` (how the dashboard is started).
 7. ``cli/``: the ``hookledger`` command.

@@ -340,20 +340,20 @@ unique_by = "stripe_invoice_id"
 def orphan_passes(scenario: Scenario, run: Any) -> list[bool]:
     """What each orphan pass of ``run()`` decided: True where it ran the anti-join, False where the
     scan's tally settled the window (PostgreSQL) without it."""
-    from reconciler.reconcile.store.passes import ClosingPasses
+    from reconciler.reconcile.store.passes import Passes
 
     decisions: list[bool] = []
-    real = ClosingPasses.orphans
+    real = Passes.orphans
 
-    def orphans(self: ClosingPasses, start: Any, seen_rows: int, grace: Any, scope: Any) -> int:
-        decisions.append(not self.settled_by_tally(start, seen_rows, scope))
+    def orphans(self: Passes, start: Any, seen_rows: int, grace: Any, scope: Any) -> int:
+        decisions.append(not self.sql.settled_by_tally(start, seen_rows, scope))
         return real(self, start, seen_rows, grace, scope)
 
-    ClosingPasses.orphans = orphans  # type: ignore[method-assign]
+    Passes.orphans = orphans  # type: ignore[method-assign]
     try:
         run()
     finally:
-        ClosingPasses.orphans = real  # type: ignore[method-assign]
+        Passes.orphans = real  # type: ignore[method-assign]
     return decisions
 
 
@@ -363,21 +363,21 @@ def anti_join_ran(passes: list[bool]) -> bool:
 
 def resolution_updates(scenario: Scenario, run: Any) -> int:
     """How many resolution UPDATEs the store issued while ``run()`` ran."""
-    from reconciler.reconcile.store.passes import ClosingPasses
+    from reconciler.reconcile.store.passes import Passes
 
     calls = 0
-    real = ClosingPasses._resolve_where
+    real = Passes._resolve_where
 
-    def counted(self: ClosingPasses, *args: Any) -> int:
+    def counted(self: Passes, *args: Any) -> int:
         nonlocal calls
         calls += 1
         return real(self, *args)
 
-    ClosingPasses._resolve_where = counted  # type: ignore[method-assign]
+    Passes._resolve_where = counted  # type: ignore[method-assign]
     try:
         run()
     finally:
-        ClosingPasses._resolve_where = real  # type: ignore[method-assign]
+        Passes._resolve_where = real  # type: ignore[method-assign]
     return calls
 
 

@@ -15,8 +15,7 @@ from connectors.errors import ConnectorError
 from connectors.errors import NotFoundError as ConnectorNotFound
 from reconciler.reconcile import judge
 from reconciler.reconcile.business import BoundCheck, facts
-from reconciler.reconcile.store import ClosingPasses
-from reconciler.reconcile.store.passes import CLOCK_SKEW, Window
+from reconciler.reconcile.store import CLOCK_SKEW, ScanStore, Window
 from reconciler.reconcile.summary import RunSummary
 from reconciler.states import DiscrepancyKind
 
@@ -26,7 +25,7 @@ LATE_ORPHAN_CHECKS = 500
 
 
 def after_pages(
-    store: ClosingPasses,
+    store: ScanStore,
     biz: Connection,
     checks: Sequence[BoundCheck],
     summary: RunSummary,
@@ -37,29 +36,31 @@ def after_pages(
     stuck_after: timedelta,
 ) -> None:
     """The passes over the whole inbox, in one transaction."""
-    with store.transaction():
-        window, seen_rows = store.window()
+    with store.scan.transaction():
+        window, seen_rows = store.passes.window()
         # What is open before these passes: a kind with none has nothing to resolve (what the
         # passes add was seen in this run, so is not resolvable).
-        open_kinds = store.open_kinds()
+        open_kinds = store.passes.open_kinds()
         if window is not None and lists_events:
-            summary.add(DiscrepancyKind.ORPHANED, store.orphans(window, seen_rows, grace, scope))
-        stuck, dead = store.stuck_and_dead(stuck_after)
+            summary.add(
+                DiscrepancyKind.ORPHANED, store.passes.orphans(window, seen_rows, grace, scope)
+            )
+        stuck, dead = store.passes.stuck_and_dead(stuck_after)
         summary.add(DiscrepancyKind.STUCK, stuck)
         summary.add(DiscrepancyKind.DEAD, dead)
-        summary.resolved += store.resolve_set_kinds(open_kinds)
+        summary.resolved += store.passes.resolve_set_kinds(open_kinds)
         if open_kinds & set(judge.JUDGED_KINDS):
             summary.resolved += resolve_judged(store, biz, checks, open_kinds)
         if lists_events:  # (read before the seen ids go)
-            summary.unlisted_since = store.first_unlisted_in_grace(grace, scope)
-        store.forget_seen()
-        delays = store.detection_delays()
+            summary.unlisted_since = store.passes.first_unlisted_in_grace(grace, scope)
+        store.passes.forget_seen()
+        delays = store.passes.detection_delays()
         if delays is not None:
             summary.detection_delay_median_seconds, summary.detection_delay_max_seconds = delays
 
 
 def resolve_judged(
-    store: ClosingPasses,
+    store: ScanStore,
     biz: Connection,
     checks: Sequence[BoundCheck],
     open_kinds: set[DiscrepancyKind],
@@ -69,10 +70,10 @@ def resolve_judged(
     kinds = [k for k in judge.JUDGED_KINDS if k in open_kinds]
     by_table = {c.check.table: c for c in checks}
     resolved, last_id = 0, 0
-    while batch := store.open_judged(kinds, last_id):
+    while batch := store.passes.open_judged(kinds, last_id):
         last_id = batch[-1].id
         missing = [b for b in batch if b.kind == DiscrepancyKind.MISSING]
-        events, objects = store.inbox_presence(
+        events, objects = store.passes.inbox_presence(
             [b.event_id for b in missing if b.event_id],
             [(b.object_type or "", b.object_id) for b in missing if not b.event_id and b.object_id],
         )
@@ -81,7 +82,7 @@ def resolve_judged(
             for b in missing
             if judge.missing_fixed(b.event_id, (b.object_type or "", b.object_id), events, objects)
         ]
-        resolved += store.resolve(arrived, "received")
+        resolved += store.passes.resolve(arrived, "received")
         fixed: list[int] = []
         for table, check in by_table.items():
             mine = [
@@ -99,12 +100,12 @@ def resolve_judged(
                 for b in mine
                 if judge.business_fixed(b.kind, b.field, b.source_value, b.object_id, found)
             ]
-        resolved += store.resolve(fixed, "fixed in the business table")
+        resolved += store.passes.resolve(fixed, "fixed in the business table")
     return resolved
 
 
 def late_orphans(
-    store: ClosingPasses,
+    store: ScanStore,
     connector: Connector,
     summary: RunSummary,
     *,
@@ -122,19 +123,19 @@ def late_orphans(
     # Settled up to now, except events inside the grace period the scan did not list yet: the
     # next run checks from the oldest of those (events it lists are settled again by listing).
     unlisted = summary.unlisted_since
-    settled = store.now if unlisted is None else unlisted - step
-    with store.transaction():
-        checked_until = store.orphan_watermark()
+    settled = store.scan.now if unlisted is None else unlisted - step
+    with store.scan.transaction():
+        checked_until = store.passes.orphan_watermark()
         if checked_until is None:
             # The source's first checked run: its window's anti-join judged what the listing
             # covered; what is older lies past the provider's retention and is not asked. What is
             # newer than its newest record is asked by id, like any later run's.
             if window is None or window[1] is None:
-                if not store.dry_run:
-                    store.save_orphan_watermark(settled)
+                if not store.scan.dry_run:
+                    store.passes.save_orphan_watermark(settled)
                 return
             checked_until = window[1] - CLOCK_SKEW
-        candidates = store.late_orphan_candidates(
+        candidates = store.passes.late_orphan_candidates(
             checked_until, grace, window, scope, LATE_ORPHAN_CHECKS + 1
         )
     watermark = settled
@@ -156,7 +157,7 @@ def late_orphans(
             )
             watermark = min(watermark, received_at - step)
             break
-    with store.transaction():
-        summary.add(DiscrepancyKind.ORPHANED, store.orphans_by_id(unknown))
-        if not store.dry_run:
-            store.save_orphan_watermark(max(watermark, checked_until))
+    with store.scan.transaction():
+        summary.add(DiscrepancyKind.ORPHANED, store.passes.orphans_by_id(unknown))
+        if not store.scan.dry_run:
+            store.passes.save_orphan_watermark(max(watermark, checked_until))

@@ -13,7 +13,7 @@ its fix rule side by side:
   when they agree.
 
 Orphaned, stuck and dead are set questions over the whole inbox: their detection and fix rules live
-together in the store's closing passes (``store.base``).
+together in the store's closing passes (``store.passes``).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from reconciler.storage.testing import scratch_postgres_schema
 
 def scan_start(conn: Any, source: str) -> Any:
     """The oldest record the source's current scan has seen."""
-    window = open_store(conn, source, "-", datetime.now(UTC), dry_run=True).window()[0]
+    window = open_store(conn, source, "-", datetime.now(UTC), dry_run=True).passes.window()[0]
     return window[0] if window else None
 
 

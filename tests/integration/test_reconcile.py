@@ -576,7 +576,7 @@ def test_resolution_passes_run_only_for_kinds_with_open_discrepancies(scenario: 
     from reconciler.reconcile.store import open_store
 
     def open_kinds(conn: Any, source: str) -> set[Any]:
-        return open_store(conn, source, "-", datetime.now(UTC), dry_run=True).open_kinds()
+        return open_store(conn, source, "-", datetime.now(UTC), dry_run=True).passes.open_kinds()
 
     scenario.reconciler().run("stripe")
     with scenario.engine.connect() as conn:

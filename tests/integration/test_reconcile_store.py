@@ -57,7 +57,7 @@ def test_detection_delays_are_the_median_and_maximum_of_the_runs_own_first_findi
     with engine.begin() as conn:
         conn.execute(insert(DISCREPANCIES), rows)
     with engine.connect() as conn:
-        got = open_store(conn, "stripe", "run", now, dry_run=True).detection_delays()
+        got = open_store(conn, "stripe", "run", now, dry_run=True).passes.detection_delays()
     if not delays:
         assert got is None
     else:
@@ -67,9 +67,9 @@ def test_detection_delays_are_the_median_and_maximum_of_the_runs_own_first_findi
 def test_pages_split_into_several_lookups_and_seen_rows_find_the_same(
     scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reconciler.reconcile.store.base import ScanStore
+    from reconciler.reconcile.store.scan import Scan
 
-    monkeypatch.setattr(ScanStore, "lookup_chunk", 7)  # several statements and seen rows a page
+    monkeypatch.setattr(Scan, "lookup_chunk", 7)  # several statements and seen rows a page
     scenario.reconciler().run("stripe")
     assert scenario.found() == scenario.expected
 

@@ -62,7 +62,7 @@ def test_a_replayed_event_is_due_now_not_since_its_first_receipt(engine: Engine)
     assert queue.oldest_age_seconds(datetime.now(UTC)) < 60
     with engine.begin() as conn:
         store = open_store(conn, "stripe", str(uuid.uuid4()), datetime.now(UTC), dry_run=False)
-        assert store.stuck_and_dead(STUCK_AFTER) == (0, 0)
+        assert store.passes.stuck_and_dead(STUCK_AFTER) == (0, 0)
     assert _open_kinds(engine) == []
     with engine.connect() as conn:  # the first receipt is kept: orphan windows and the list use it
         received = conn.execute(select(INBOX_EVENTS.c.received_at)).scalars().all()
@@ -81,7 +81,7 @@ def test_an_event_waiting_since_its_receipt_is_still_stuck(engine: Engine) -> No
     assert facts.oldest_unprocessed_age is not None and facts.oldest_unprocessed_age >= 36_000
     with engine.begin() as conn:
         store = open_store(conn, "stripe", str(uuid.uuid4()), now, dry_run=False)
-        assert store.stuck_and_dead(STUCK_AFTER) == (1, 0)
+        assert store.passes.stuck_and_dead(STUCK_AFTER) == (1, 0)
 
 
 def test_a_replayed_outbox_message_is_due_now(engine: Engine) -> None:

@@ -113,9 +113,9 @@ def test_a_run_that_dies_after_some_pages_resumes_to_the_same_findings(
 def test_pages_looked_up_in_several_chunks_find_the_same(
     engine: Engine, world: Any, chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from reconciler.reconcile.store.base import ScanStore
+    from reconciler.reconcile.store.scan import Scan
 
-    monkeypatch.setattr(ScanStore, "lookup_chunk", chunk)
+    monkeypatch.setattr(Scan, "lookup_chunk", chunk)
     reconciler, expected = world
     reconciler(page_size=60).run("stripe")
     assert found(engine) == expected

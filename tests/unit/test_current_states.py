@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectors.errors import UnavailableError
-from reconciler.reconcile.prefetch import current_states
+from reconciler.reconcile.lookup import CurrentStates
 
 
 class SlowProvider:
@@ -20,11 +20,12 @@ class SlowProvider:
     def __init__(self, delay: float, failing: frozenset[str] = frozenset()) -> None:
         self.delay, self.failing = delay, failing
         self.lock = threading.Lock()
-        self.in_flight = self.peak = 0
+        self.in_flight = self.peak = self.asked = 0
 
     def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
         with self.lock:
             self.in_flight += 1
+            self.asked += 1
             self.peak = max(self.peak, self.in_flight)
         try:
             time.sleep(self.delay)
@@ -40,7 +41,7 @@ def test_suspects_are_asked_together_up_to_the_sources_concurrency() -> None:
     provider = SlowProvider(0.2)
     keys = [("invoice", f"in_{i}") for i in range(8)]
     started = time.perf_counter()
-    answers = current_states(provider, keys, 4)  # type: ignore[arg-type]
+    answers = CurrentStates(provider, 4).ask(keys)  # type: ignore[arg-type]
     took = time.perf_counter() - started
     assert answers == {k: {"id": k[1], "type": k[0]} for k in keys}
     assert provider.peak == 4  # never more than the source allows at once
@@ -50,9 +51,27 @@ def test_suspects_are_asked_together_up_to_the_sources_concurrency() -> None:
 def test_one_at_a_time_when_the_source_allows_one_and_a_failure_is_that_objects_only() -> None:
     provider = SlowProvider(0.01, failing=frozenset({"in_2"}))
     keys = [("invoice", f"in_{i}") for i in range(4)]
-    answers = current_states(provider, keys, 1)  # type: ignore[arg-type]
+    answers = CurrentStates(provider, 1).ask(keys)  # type: ignore[arg-type]
     assert provider.peak == 1
     assert answers[("invoice", "in_2")] is None  # cannot say: not a divergence confirmed
     assert all(answers[k] is not None for k in keys if k[1] != "in_2")
-    together = current_states(SlowProvider(0.01, failing=frozenset({"in_2"})), keys, 4)  # type: ignore[arg-type]
+    other = SlowProvider(0.01, failing=frozenset({"in_2"}))
+    together = CurrentStates(other, 4).ask(keys)  # type: ignore[arg-type]
     assert together == answers
+
+
+def test_two_pages_suspecting_one_object_at_once_share_one_request() -> None:
+    """Pages are looked up ahead on threads of their own: an object both suspect is asked once a
+    scan, and the second page waits for the first one's answer."""
+    provider = SlowProvider(0.1)
+    states = CurrentStates(provider, 4)  # type: ignore[arg-type]
+    keys = [("invoice", "in_1"), ("invoice", "in_2")]
+    answers: list[dict[tuple[str, str], object]] = []
+    pages = [threading.Thread(target=lambda: answers.append(states.ask(keys))) for _ in range(3)]
+    for page in pages:
+        page.start()
+    for page in pages:
+        page.join()
+    assert answers == [{k: {"id": k[1], "type": k[0]} for k in keys}] * 3
+    assert provider.asked == 2  # each object once, not once a page
+    assert states.ask(keys) == answers[0] and provider.asked == 2  # and never again this scan

@@ -1,8 +1,9 @@
-"""A scan's storage, one implementation per database; the only place that tells them apart.
+"""A scan's storage, one store type per database; the only place that tells them apart.
 
 :func:`open_store` picks the store of a connection's database (``sqlite.SqliteStore``,
-``postgres.PostgresStore``, both :class:`base.ScanStore`); :func:`business_connection` and
-:func:`read_only_session` give the business tables' reads their database's protection.
+``postgres.PostgresStore``; callers type it as :class:`interface.ScanStore`);
+:func:`business_connection` and :func:`read_only_session` give the business tables' reads their
+database's protection.
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from datetime import datetime
 from sqlalchemy import Connection, Engine
 
 from reconciler.reconcile.store import postgres, sqlite
-from reconciler.reconcile.store.passes import ClosingPasses, listed_scope
+from reconciler.reconcile.store.interface import ScanStore, Window
+from reconciler.reconcile.store.passes import CLOCK_SKEW, Passes, listed_scope
 from reconciler.storage.dialect import is_postgresql
 
 __all__ = [
-    "ClosingPasses",
+    "CLOCK_SKEW",
+    "Passes",
+    "ScanStore",
+    "Window",
     "business_connection",
     "listed_scope",
     "open_store",
@@ -38,10 +43,11 @@ def check_ready(engine: Engine) -> None:
 
 def open_store(
     conn: Connection, source: str, run_id: str, now: datetime, *, dry_run: bool
-) -> ClosingPasses:
+) -> ScanStore:
     """The scan store of this connection's database."""
-    kind = postgres.PostgresStore if _is_postgres(conn) else sqlite.SqliteStore
-    return kind(conn, source, run_id, now, dry_run=dry_run)
+    if _is_postgres(conn):
+        return postgres.PostgresStore(conn, source, run_id, now, dry_run=dry_run)
+    return sqlite.SqliteStore(conn, source, run_id, now, dry_run=dry_run)
 
 
 @contextlib.contextmanager
@@ -57,12 +63,12 @@ def read_only_session(conn: Connection, timeout_seconds: float) -> Iterator[Conn
 
 @contextlib.contextmanager
 def business_connection(
-    store: ClosingPasses, business_engine: Engine, timeout_seconds: float
+    store: ScanStore, business_engine: Engine, timeout_seconds: float
 ) -> Iterator[Connection]:
     """The business tables' connection for a scan: on SQLite the scan's own when they share its
     database (SQLite never waits on itself), else one of their own, read-only."""
-    if business_engine is store.conn.engine and not _is_postgres(business_engine):
-        yield store.conn
+    if business_engine is store.scan.conn.engine and not _is_postgres(business_engine):
+        yield store.scan.conn
         return
     with business_engine.connect() as biz:
         if _is_postgres(biz):

@@ -10,7 +10,7 @@ Orphaned, stuck and dead have their one home here, detection and fix rule side b
   Every run rescans all of them, so one not seen again is fixed.
 
 The kinds the judge decides (missing and the business kinds) are re-checked here only for their
-facts (:meth:`ClosingPasses.open_judged`, :meth:`ClosingPasses.inbox_presence`).
+facts (:meth:`Passes.open_judged`, :meth:`Passes.inbox_presence`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import Any
 from sqlalchemy import Row, and_, delete, exists, func, literal, not_, or_, select, true, update
 
 from connectors.base import Listing
-from reconciler.reconcile.store.base import ScanStore
+from reconciler.reconcile.store.interface import DialectSql, Window
+from reconciler.reconcile.store.scan import Scan
 from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
@@ -54,9 +55,6 @@ def listed_scope(listing: Listing) -> Any:
     return and_(types, events.c.account == listing.account)
 
 
-Window = tuple[datetime, "datetime | None"]  # a scan's listed span: oldest, newest (None: open)
-
-
 def in_window(window: Window) -> Any:
     """The inbox event's time lies in the scan's listed span, both ends included: a listing covers
     the seconds it reached whole (ties on a busy account's second included), and nothing past its
@@ -79,20 +77,18 @@ def _listed_types(patterns: Sequence[str]) -> Any:
     return or_(*terms)
 
 
-class ClosingPasses(ScanStore):
-    """The passes after the last page, shared by every database; the dialect's part comes from
-    the subclass (``seen_ids``, ``not_seen``, ``settled_by_tally``, ``whole_inbox``)."""
+class Passes:
+    """The passes after the last page, the same SQL on every database but for the database's own
+    part (``sql``: the store, see ``interface.DialectSql``)."""
 
-    # -- hooks a database may answer faster ------------------------------------------------------
-
-    def settled_by_tally(self, window: Window, seen_rows: int, scope: Any) -> bool:
-        """Whether the scan is known to have listed every inbox event of its window without the
-        anti-join (PostgreSQL keeps a tally of its page lookups)."""
-        return False
-
-    def whole_inbox(self, window_start: datetime, skew: timedelta) -> bool:
-        """Whether the window holds the source's whole inbox (only SQLite plans by it)."""
-        return False
+    def __init__(self, scan: Scan, sql: DialectSql) -> None:
+        self.scan, self.sql = scan, sql
+        self.conn, self.source, self.run_id, self.now = (
+            scan.conn,
+            scan.source,
+            scan.run_id,
+            scan.now,
+        )
 
     # -- the scan's window -------------------------------------------------------------------------
 
@@ -120,7 +116,7 @@ class ClosingPasses(ScanStore):
     def orphans(self, window: Window, seen_rows: int, grace: timedelta, scope: Any) -> int:
         """Inbox webhook events inside the scan's window that the source did not list. ``scope``:
         what the listing can return (:func:`listed_scope`); other events are never orphans."""
-        if self.settled_by_tally(window, seen_rows, scope):
+        if self.sql.settled_by_tally(window, seen_rows, scope):
             return 0
         inside = and_(
             events.c.origin == EventOrigin.WEBHOOK,
@@ -129,11 +125,11 @@ class ClosingPasses(ScanStore):
             events.c.received_at <= self.now - grace,
             scope,
         )
-        whole = self.whole_inbox(window[0], CLOCK_SKEW)
-        self.before_anti_join()
+        whole = self.sql.whole_inbox(window[0], CLOCK_SKEW)
+        self.sql.before_anti_join()
         return self._insert_from(
             DiscrepancyKind.ORPHANED,
-            and_(inside, self.not_seen(whole_inbox=whole)),
+            and_(inside, self.sql.not_seen(whole_inbox=whole)),
             "not_listed_by_source",
         )
 
@@ -157,7 +153,7 @@ class ClosingPasses(ScanStore):
                 events.c.origin == EventOrigin.WEBHOOK,
                 events.c.received_at > self.now - grace,
                 scope,
-                self.not_seen(whole_inbox=False),
+                self.sql.not_seen(whole_inbox=False),
             )
         ).scalar()
 
@@ -208,7 +204,7 @@ class ClosingPasses(ScanStore):
         ).scalar_one_or_none()
 
     def save_orphan_watermark(self, checked_until: datetime) -> None:
-        stmt = self.insert(ORPHAN_WATERMARKS).values(
+        stmt = self.sql.insert(ORPHAN_WATERMARKS).values(
             source=self.source, checked_until=checked_until, updated_at=utcnow(), run_id=self.run_id
         )
         self.conn.execute(
@@ -259,8 +255,10 @@ class ClosingPasses(ScanStore):
                 [DiscrepancyKind.STUCK, DiscrepancyKind.DEAD],
             )
         if DiscrepancyKind.ORPHANED in open_kinds:
-            self.before_anti_join()
-            listed = d.c.event_id.in_(self.seen_ids())  # a semi-join: materialised / hashed once
+            self.sql.before_anti_join()
+            listed = d.c.event_id.in_(
+                self.sql.seen_ids()
+            )  # a semi-join: materialised / hashed once
             gone = not_(
                 exists().where(events.c.source == self.source, events.c.event_id == d.c.event_id)
             )
@@ -389,6 +387,6 @@ class ClosingPasses(ScanStore):
             "detail": literal(None, d.c.detail.type),
         }
         query = select(*columns.values()).where(events.c.source == self.source, where)
-        stmt = seen_again(self.insert(d).from_select(list(columns), query))
+        stmt = seen_again(self.sql.insert(d).from_select(list(columns), query))
         # counted from RETURNING: exact on both databases (rowcount is not)
         return len(self.conn.execute(stmt.returning(d.c.id)).all())

@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -53,13 +53,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from connectors.base import Record
 from reconciler.cursors import cursor_upsert
 from reconciler.reconcile.judge import Finding, InboxFacts
-from reconciler.reconcile.store.base import (
-    chunks,
-    epochs,
-    finding_rows,
-    page_span,
-)
-from reconciler.reconcile.store.passes import CLOCK_SKEW, ClosingPasses, in_window
+from reconciler.reconcile.store.interface import Window
+from reconciler.reconcile.store.passes import CLOCK_SKEW, Passes, in_window
+from reconciler.reconcile.store.rows import chunks, epochs, finding_rows, page_span
+from reconciler.reconcile.store.scan import Scan
 from reconciler.storage.models import (
     CURSORS,
     DISCREPANCIES,
@@ -213,21 +210,25 @@ def _compiled(dialect: Dialect, name: str) -> _Compiled:
     return _Compiled(str(compiled), defaults)
 
 
-class PostgresStore(ClosingPasses):
+class PostgresStore:
     """One statement a page, in autocommit (see the module)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self, conn: Connection, source: str, run_id: str, now: datetime, *, dry_run: bool
+    ) -> None:
+        self.conn, self.source, self.run_id, self.dry_run = conn, source, run_id, dry_run
+        self.scan = Scan(conn, source, run_id, now, dry_run=dry_run, insert=self.insert)
+        self.passes = Passes(self.scan, self)
         self.tally = ListedTally()
         self.pending: dict[str, Any] | None = None  # the previous page's findings and cursor
         self._before: tuple[str, ...] | None = None  # the session's settings the scan replaced
         self._analyzed = False
 
     def begin(self, *, full: bool) -> dict[str, Any] | None:
-        cursor = super().begin(full=full)
+        cursor = self.scan.begin(full=full)
         row = self.conn.exec_driver_sql(_SET_SCAN_SETTINGS).one()
         self._before = tuple(str(v) for v in row[: len(SCAN_SETTINGS)])
-        self._commit()
+        self.scan.commit()
         if not self.dry_run:  # (a dry run stays in its one transaction)
             self.conn.execution_options(isolation_level="AUTOCOMMIT")
         return cursor
@@ -237,22 +238,22 @@ class PostgresStore(ClosingPasses):
         oldest_epoch, newest_epoch = epochs(oldest, newest)
         span = {"seen_epoch": oldest_epoch, "seen_newest_epoch": newest_epoch}
         absent: set[str] = set()
-        if ids and len(ids) <= self.lookup_chunk and self.pending is not None:
+        if ids and len(ids) <= self.scan.lookup_chunk and self.pending is not None:
             params = {**self.pending, "ids": json.dumps(ids), "seen_source": self.source}
             row = self._run("write_and_lookup", {**params, **span}).one()
             self.pending = None
             absent = self.tally.add(row)
         else:
             self._flush()
-            for chunk in chunks(ids, self.lookup_chunk):
+            for chunk in chunks(ids, self.scan.lookup_chunk):
                 params = {"ids": chunk, "seen_source": self.source, **span}
                 absent |= self.tally.add(self._run("lookup", params).one())
-        return InboxFacts(frozenset(absent), self.present_objects(records))
+        return InboxFacts(frozenset(absent), self.scan.present_objects(records))
 
     def write(
         self, records: Sequence[Record], findings: Sequence[Finding], cursor: Mapping[str, Any]
     ) -> None:
-        rows = finding_rows(self.source, self.run_id, self.now, findings)
+        rows = finding_rows(self.source, self.run_id, self.scan.now, findings)
         self.pending = {
             "findings": json.dumps([_json_row(r) for r in rows.values()]),
             "cursor_source": self.source,
@@ -263,8 +264,8 @@ class PostgresStore(ClosingPasses):
         }
 
     def relisted(self, records: Sequence[Record]) -> None:
-        super().relisted(records)
-        self._commit()  # (autocommit: the server has it already)
+        self.scan.relisted(records)
+        self.scan.commit()  # (autocommit: the server has it already)
 
     def end_pages(self) -> None:
         self._flush()
@@ -281,13 +282,15 @@ class PostgresStore(ClosingPasses):
                 if self.conn.in_transaction():
                     self.conn.rollback()
                 self._put_back(before)
-                self._commit()
+                self.scan.commit()
             except SQLAlchemyError:  # a broken connection: never hand it back to the pool
                 log.warning(
                     "could not reset the scan's session settings; discarding it", exc_info=True
                 )
                 self.conn.invalidate()
-        super().close()  # a dry run's rollback puts its settings back too
+        self.scan.close()  # a dry run's rollback puts its settings back too
+
+    # -- the database's part of the closing passes (interface.DialectSql) ------------------------
 
     def insert(self, table: Table) -> Any:
         return postgresql.insert(table)
@@ -319,9 +322,10 @@ class PostgresStore(ClosingPasses):
             self.conn.exec_driver_sql(f"ANALYZE {RECON_SEEN.name}")
             self._analyzed = True
 
-    def settled_by_tally(
-        self, window: tuple[datetime, datetime | None], seen_rows: int, scope: Any
-    ) -> bool:
+    def whole_inbox(self, window_start: datetime, skew: timedelta) -> bool:
+        return False  # (planned alike either way)
+
+    def settled_by_tally(self, window: Window, seen_rows: int, scope: Any) -> bool:
         if seen_rows != self.tally.seen_rows:  # a resumed scan: earlier rows were another run's
             return False
         count, hash_sum = self.conn.execute(
@@ -349,7 +353,7 @@ class PostgresStore(ClosingPasses):
         """Not RESET, which goes back to the server's defaults and would drop what the engine set on
         connecting (``plan_cache_mode = force_custom_plan``)."""
         self.conn.exec_driver_sql(_PUT_BACK_SETTINGS, before)
-        self._commit()
+        self.scan.commit()
 
 
 @contextlib.contextmanager

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Table, func, select, true, update
+from sqlalchemy import Connection, Table, func, select, true, update
 from sqlalchemy.dialects import sqlite
 
 from connectors.base import Record
 from reconciler.cursors import save_cursor
 from reconciler.errors import ConfigError
 from reconciler.reconcile.judge import Finding, InboxFacts
-from reconciler.reconcile.store.base import ScanStore, chunks, epochs, page_span
-from reconciler.reconcile.store.passes import ClosingPasses
+from reconciler.reconcile.store.interface import Window
+from reconciler.reconcile.store.passes import Passes
+from reconciler.reconcile.store.rows import chunks, epochs, page_span
+from reconciler.reconcile.store.scan import Scan
 from reconciler.storage.models import INBOX_EVENTS, RECON_RUNS, RECON_SEEN
 
 _ABSENT = (
@@ -56,26 +59,36 @@ def require_json() -> None:
         )
 
 
-class SqliteStore(ClosingPasses, ScanStore):
+class SqliteStore:
     """A transaction a page: its lookup opens it (IMMEDIATE, as every write transaction here), its
     write commits it."""
+
+    def __init__(
+        self, conn: Connection, source: str, run_id: str, now: datetime, *, dry_run: bool
+    ) -> None:
+        self.conn, self.source, self.run_id = conn, source, run_id
+        self.scan = Scan(conn, source, run_id, now, dry_run=dry_run, insert=self.insert)
+        self.passes = Passes(self.scan, self)
+
+    def begin(self, *, full: bool) -> dict[str, Any] | None:
+        return self.scan.begin(full=full)
 
     def lookup(self, records: Sequence[Record]) -> InboxFacts:
         ids, _, _ = page_span(records)
         absent: set[str] = set()
-        for chunk in chunks(ids, self.lookup_chunk):
+        for chunk in chunks(ids, self.scan.lookup_chunk):
             result = self.conn.exec_driver_sql(_ABSENT, (chunk, self.source))
             absent.update(row[0] for row in result)
-        return InboxFacts(frozenset(absent), self.present_objects(records))
+        return InboxFacts(frozenset(absent), self.scan.present_objects(records))
 
     def write(
         self, records: Sequence[Record], findings: Sequence[Finding], cursor: Mapping[str, Any]
     ) -> None:
         ids, oldest, newest = page_span(records)
         oldest_epoch, newest_epoch = epochs(oldest, newest)
-        for chunk in chunks(ids, self.lookup_chunk):
+        for chunk in chunks(ids, self.scan.lookup_chunk):
             self.conn.exec_driver_sql(_SEEN, (self.source, chunk, oldest_epoch, newest_epoch))
-        self.upsert_findings(findings)
+        self.scan.upsert_findings(findings)
         save_cursor(self.conn, self.source, cursor, self.run_id)
         # the run's count of records it has stored (what a run killed mid-scan is recorded with)
         self.conn.execute(
@@ -83,12 +96,18 @@ class SqliteStore(ClosingPasses, ScanStore):
             .where(RECON_RUNS.c.run_id == self.run_id)
             .values(records_scanned=RECON_RUNS.c.records_scanned + len(records))
         )
-        self._commit()
+        self.scan.commit()
 
-    def idle(self) -> None:
-        # SQLite has one writer: the page's transaction (its lookup began it) is ended before the
-        # provider is asked, or the receiver's commits would wait on the provider's latency.
-        self._commit()
+    def relisted(self, records: Sequence[Record]) -> None:
+        self.scan.relisted(records)
+
+    def end_pages(self) -> None:
+        return None  # (every page's write committed it)
+
+    def close(self) -> None:
+        self.scan.close()
+
+    # -- the database's part of the closing passes (interface.DialectSql) ------------------------
 
     def insert(self, table: Table) -> Any:
         return sqlite.insert(table)
@@ -116,7 +135,13 @@ class SqliteStore(ClosingPasses, ScanStore):
             )
         return unseen
 
-    def whole_inbox(self, window_start: Any, skew: Any) -> bool:
+    def before_anti_join(self) -> None:
+        return None
+
+    def settled_by_tally(self, window: Window, seen_rows: int, scope: Any) -> bool:
+        return False  # (no tally kept: the anti-join decides)
+
+    def whole_inbox(self, window_start: datetime, skew: timedelta) -> bool:
         first = self.conn.execute(
             select(func.min(INBOX_EVENTS.c.received_at)).where(INBOX_EVENTS.c.source == self.source)
         ).scalar()

@@ -1,0 +1,46 @@
+"""Which objects a scan met recently on a newer record, per check.
+
+A newest-first listing lists an object's older events on later pages (a sliced one in any order).
+A page's older record of an object met already on a newer one is stale there: the judge does not
+judge it again, and the look-up does not ask the provider about its older snapshot.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from connectors.base import Record
+
+# Objects a scan remembers (about 100 bytes each): an object's events lie close together in time,
+# so the pages that list its older ones come soon after.
+REMEMBERED = 50_000
+
+
+class NewestMet:
+    """When each recently met object's newest record was from, per check (the oldest forgotten
+    first, past ``remembered``)."""
+
+    def __init__(self, remembered: int = REMEMBERED) -> None:
+        self.remembered = remembered
+        self._at: OrderedDict[tuple[int, str, str], datetime] = OrderedDict()
+
+    def without_older(self, check: int, latest: Mapping[str, Record]) -> dict[str, Record]:
+        """``latest`` (object id -> record) without the objects met on a newer record."""
+        out = {}
+        for object_id, record in latest.items():
+            at = self._at.get((check, record.object_type or "", object_id))
+            if at is None or record.occurred_at is None or record.occurred_at >= at:
+                out[object_id] = record
+        return out
+
+    def remember(self, check: int, records: Iterable[Record]) -> None:
+        for record in records:
+            if record.occurred_at is None or record.object_id is None:
+                continue
+            key = (check, record.object_type or "", record.object_id)
+            at = self._at.pop(key, None)
+            self._at[key] = record.occurred_at if at is None else max(at, record.occurred_at)
+        while len(self._at) > self.remembered:
+            self._at.popitem(last=False)

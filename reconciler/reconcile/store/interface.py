@@ -1,0 +1,79 @@
+"""What a scan asks of its store: the interface callers type it by.
+
+A scan's store lives on one connection. Per source page it answers :meth:`ScanStore.lookup` (the
+page's event ids the inbox lacks, the objects it holds) and stores :meth:`ScanStore.write` (the
+page's seen ids, its findings and the cursor after it) atomically, so a run that dies resumes after
+the last page stored. After the last page, :attr:`ScanStore.passes` answers the set questions over
+the whole inbox (:class:`.passes.Passes`). Each database has one store type (``sqlite.SqliteStore``,
+``postgres.PostgresStore``) made of a :class:`.scan.Scan` (what every database does alike), a
+:class:`.passes.Passes`, and its own way a page travels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import Table
+
+from connectors.base import Record
+from reconciler.reconcile.judge import Finding, InboxFacts
+
+if TYPE_CHECKING:
+    from reconciler.reconcile.store.passes import Passes
+    from reconciler.reconcile.store.scan import Scan
+
+Window = tuple[datetime, "datetime | None"]  # a scan's listed span: oldest, newest (None: open)
+
+
+class ScanStore(Protocol):
+    """One scan of one source (see the module)."""
+
+    scan: Scan
+    passes: Passes
+
+    def begin(self, *, full: bool) -> dict[str, Any] | None:
+        """Start the scan: the cursor to resume from (None: from scratch)."""
+
+    def lookup(self, records: Sequence[Record]) -> InboxFacts:
+        """What the inbox holds of a page's records."""
+
+    def write(
+        self, records: Sequence[Record], findings: Sequence[Finding], cursor: Mapping[str, Any]
+    ) -> None:
+        """The page's seen ids, its findings and the cursor after it, stored together."""
+
+    def relisted(self, records: Sequence[Record]) -> None:
+        """Records listed again that an earlier scan judged: seen, neither looked up nor judged."""
+
+    def end_pages(self) -> None:
+        """After the last page (or a source failure): store what is still held back."""
+
+    def close(self) -> None:
+        """Give the connection back as it was (a dry run: everything rolled back)."""
+
+
+class DialectSql(Protocol):
+    """The database's own SQL in the closing passes."""
+
+    def insert(self, table: Table) -> Any:
+        """An INSERT of this database that takes ``on_conflict_do_update``."""
+
+    def seen_ids(self, *, equal_to: Any = None) -> Any:
+        """The ids the scan saw, unpacked from their pages' JSON arrays (``equal_to``: only the one
+        equal to it, for a correlated EXISTS)."""
+
+    def not_seen(self, *, whole_inbox: bool) -> Any:
+        """The inbox event is not among the ids the scan saw (``whole_inbox``: the window holds
+        the source's whole inbox, which some databases plan differently)."""
+
+    def before_anti_join(self) -> None:
+        """Just before the first statement that joins the seen ids."""
+
+    def settled_by_tally(self, window: Window, seen_rows: int, scope: Any) -> bool:
+        """Whether the scan is known to have listed every inbox event of its window without the
+        anti-join (PostgreSQL keeps a tally of its page lookups)."""
+
+    def whole_inbox(self, window_start: datetime, skew: timedelta) -> bool:
+        """Whether the window holds the source's whole inbox (only SQLite plans by it)."""
