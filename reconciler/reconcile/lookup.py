@@ -30,7 +30,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select
 
-from connectors.base import Connector, Record
+from connectors.base import Connector, Page, Record
 from connectors.errors import ConnectorError
 from reconciler.reconcile import judge
 from reconciler.reconcile.business import BoundCheck, facts
@@ -165,11 +165,11 @@ class LookUp:
         self._opened: list[contextlib.ExitStack] = []
         self._lock = threading.Lock()
 
-    def plan(self, records: Sequence[Record]) -> Callable[[], PageFacts]:
+    def plan(self, page: Page) -> Callable[[], PageFacts]:
         """A page's look-up, planned in the order the source listed the pages (the objects an
         earlier page met on a newer record are not asked about again), done by the returned call
         on any thread."""
-        settled = judge.settled(records, self.cutoff)
+        settled = judge.settled(page.records, self.cutoff)
         every: list[dict[str, Record]] = []
         askable: list[dict[str, Record]] = []
         for index, check in enumerate(self.checks):

@@ -21,7 +21,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -174,8 +174,34 @@ class Reconciler:
         """Every page of the window (fetch, look up, judge, write: see the module), then the
         closing passes."""
         grace = timedelta(seconds=self.cfg.grace_seconds)
+        options = self._options(source, now, full, since)
+        with self.engine.connect() as conn, contextlib.ExitStack() as cleanup:
+            store = open_store(conn, source.name, summary.run_id, now, dry_run=dry_run)
+            cleanup.callback(store.close)
+            cursor = store.begin(full=options.full)
+            connector = prepared.get()  # (its build overlapped the database work so far)
+            ahead = budget_of(source).concurrency
+            plan = _nothing_to_look_up
+            if checks:
+                look_up = self._look_up(connector, checks, now - grace, ahead)
+                cleanup.callback(look_up.close)
+                plan = look_up.plan
+            source_facts = judge.Source(connector.capabilities, connector.retention)
+            page_judge = PageJudge([c.check for c in checks], source_facts, now - grace)
+            pages = looked_up(connector.pages(cursor, options), plan, ahead=ahead if checks else 0)
+
+            def on_page(page: Page) -> None:
+                if progress:
+                    progress(source.name, _progress(summary, page, connector))
+
+            write_pages(store, pages, page_judge, summary, on_page)
+            self._close(store, connector, checks, summary, grace)
+
+    def _options(
+        self, source: SourceSettings, now: datetime, full: bool, since: datetime | None
+    ) -> ScanOptions:
         lookback = (now - since) if since else timedelta(hours=source.initial_lookback_hours)
-        options = ScanOptions(
+        return ScanOptions(
             now=now,
             initial_lookback=lookback,
             full=full or since is not None,
@@ -184,50 +210,22 @@ class Reconciler:
                 known_object_ids, self.engine, source.name, now - lookback
             ),
         )
-        timeout = self.settings.business.statement_timeout_seconds
-        with self.engine.connect() as conn, contextlib.ExitStack() as cleanup:
-            store = open_store(conn, source.name, summary.run_id, now, dry_run=dry_run)
-            cleanup.callback(store.close)
-            cursor = store.begin(full=options.full)
-            connector = prepared.get()  # (its build overlapped the database work so far)
-            ahead = budget_of(source).concurrency
-            look_up = None
-            if checks:
-                look_up = LookUp(
-                    connector,
-                    checks,
-                    self.business_engine,
-                    inbox_engine=self.engine,
-                    cutoff=now - grace,
-                    timeout_seconds=timeout,
-                    connections=min(ahead, LOOK_UP_CONNECTIONS),
-                    asks_at_once=ahead,
-                )
-                cleanup.callback(look_up.close)
-            source_facts = judge.Source(connector.capabilities, connector.retention)
-            page_judge = PageJudge([c.check for c in checks], source_facts, now - grace)
-            pages = looked_up(
-                connector.pages(cursor, options),
-                (lambda page: look_up.plan(page.records)) if look_up else _nothing_to_look_up,
-                ahead=ahead if look_up else 0,
-            )
-            try:
-                with contextlib.closing(pages):
-                    for page, facts in pages:
-                        findings = page_judge(page.records, store.lookup(page.records), facts)
-                        if page.relisted:
-                            store.relisted(page.relisted)
-                        store.write(page.records, findings, page.cursor)
-                        summary.account(page)
-                        for finding in findings:
-                            summary.add(finding.kind)
-                        if progress:
-                            progress(source.name, _progress(summary, page, connector))
-            except (HookledgerError, OSError):
-                _end_pages_after_failure(store)  # what was read is kept
-                raise
-            store.end_pages()
-            self._close(store, connector, checks, summary, grace, timeout)
+
+    def _look_up(
+        self, connector: Connector, checks: list[BoundCheck], cutoff: datetime, ahead: int
+    ) -> LookUp:
+        """The look-up stage: as many pages and suspect objects at once as the source's budget
+        allows requests, on a few read-only connections."""
+        return LookUp(
+            connector,
+            checks,
+            self.business_engine,
+            inbox_engine=self.engine,
+            cutoff=cutoff,
+            timeout_seconds=self.settings.business.statement_timeout_seconds,
+            connections=min(ahead, LOOK_UP_CONNECTIONS),
+            asks_at_once=ahead,
+        )
 
     def _close(
         self,
@@ -236,9 +234,9 @@ class Reconciler:
         checks: list[BoundCheck],
         summary: RunSummary,
         grace: timedelta,
-        timeout: float,
     ) -> None:
         """The passes after the last page (reconcile.closing)."""
+        timeout = self.settings.business.statement_timeout_seconds
         window = store.passes.window()[0]
         scope = listed_scope(connector.listing)
         caps = connector.capabilities
@@ -259,6 +257,32 @@ class Reconciler:
             )
         if caps.lists_events and caps.confirms_event_ids:
             closing.late_orphans(store, connector, summary, window=window, scope=scope, grace=grace)
+
+
+def write_pages(
+    store: ScanStore,
+    pages: Generator[tuple[Page, PageFacts], None, None],
+    page_judge: PageJudge,
+    summary: RunSummary,
+    on_page: Callable[[Page], None] = lambda page: None,
+) -> None:
+    """Each page in order: what the inbox holds of it, judged, stored with its cursor; then what
+    the store still holds back. A source that fails keeps the pages read before it."""
+    try:
+        with contextlib.closing(pages):  # (a generator: its threads stop with it)
+            for page, facts in pages:
+                findings = page_judge(page.records, store.lookup(page.records), facts)
+                if page.relisted:
+                    store.relisted(page.relisted)
+                store.write(page.records, findings, page.cursor)
+                summary.account(page)
+                for finding in findings:
+                    summary.add(finding.kind)
+                on_page(page)
+    except (HookledgerError, OSError):
+        _end_pages_after_failure(store)  # what was read is kept
+        raise
+    store.end_pages()
 
 
 def _nothing_to_look_up(page: Page) -> Callable[[], PageFacts]:
