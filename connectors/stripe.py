@@ -28,7 +28,7 @@ import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import Field
@@ -50,10 +50,12 @@ from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
-from connectors.parsing import BadPayload, ParsedEvent, parse_stripe
+from connectors.parsing import ParsedEvent, parse_stripe
 from connectors.provider import ClientFactory, Provider, headers_named, timed_scheme
 from connectors.signatures import stripe_sign, verify_stripe
 from connectors.slices import Slice, SliceFetch, run_slices
+from connectors.stripe_records import event_record, fetch_stripe_object, from_epoch
+from connectors.stripe_thin import StripeThinConnector, thin_current
 
 DEFAULT_BASE_URL = "https://api.stripe.com"
 RETENTION = timedelta(days=30)
@@ -61,47 +63,7 @@ PAGE_SIZE = 100
 PERMISSION = "read access to Events (a restricted key needs 'Events: Read')"
 
 
-def _ts(value: Any) -> datetime | None:
-    return datetime.fromtimestamp(value, UTC) if isinstance(value, int) else None
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    # ``type(...) is dict`` first: decoded JSON is plain dicts, and the ABC check costs more (per event)
-    return value if type(value) is dict or isinstance(value, Mapping) else {}
-
-
 _Fetched = tuple[list[Any], bool, str]  # a list page's items, has_more and URL
-_new_record = Record.__new__  # positional: cheaper than keywords on a named tuple
-_from_epoch = datetime.fromtimestamp
-
-
-def event_record(event: Mapping[str, Any]) -> Record:
-    """The record of one listed event. A scan builds one per event, on the thread that also runs
-    the page's database work: decoded JSON is plain dicts, strings and ints, so those are tested by
-    exact type first (the general checks second)."""
-    data = event.get("data")
-    obj = data.get("object") if type(data) is dict else _mapping(data).get("object")
-    if type(obj) is not dict:
-        obj = _mapping(obj)
-    created = event.get("created")
-    if type(created) is int:
-        occurred_at: datetime | None = _from_epoch(created, UTC)
-        version: str | None = str(created)
-    else:
-        occurred_at = _ts(created)
-        version = str(created) if created is not None else None
-    event_id = event["id"]
-    object_id = obj.get("id")
-    return _new_record(
-        Record,
-        event_id if type(event_id) is str else str(event_id),
-        event.get("type"),
-        obj.get("object"),
-        object_id if type(object_id) is str or object_id is None else str(object_id),
-        occurred_at,
-        version,  # Stripe objects carry no version; the event's creation time orders their states
-        event,
-    )
 
 
 def _split_seen(data: list[Any], seen: Any) -> tuple[tuple[Record, ...], tuple[Record, ...]]:
@@ -115,24 +77,6 @@ def _split_seen(data: list[Any], seen: Any) -> tuple[tuple[Record, ...], tuple[R
 def _newer_or_same(item: Mapping[str, Any], created: Any) -> bool:
     at = item.get("created")
     return not isinstance(created, int) or (isinstance(at, int) and at >= created)
-
-
-def object_path(object_type: str, object_id: str) -> str:
-    """``invoice`` → ``/v1/invoices/{id}``, ``checkout.session`` → ``/v1/checkout/sessions/{id}``."""
-    parts = object_type.split(".")
-    parts[-1] = parts[-1] + ("es" if parts[-1].endswith("s") else "s")
-    return "/v1/" + "/".join(parts) + f"/{object_id}"
-
-
-def fetch_stripe_object(
-    client: ProviderClient, source: str, object_type: str, object_id: str
-) -> Mapping[str, Any]:
-    """An object's current state, at its own URL."""
-    body, response = client.get_json(
-        object_path(object_type, object_id), permission=f"read access to {object_type} objects"
-    )
-    require(body, "id", source=source, url=str(response.request.url))
-    return dict(body)
 
 
 class StripeConnector:
@@ -178,7 +122,7 @@ class StripeConnector:
         position: dict[str, Any] = dict(cursor or {})
         if options.full:
             position = {}
-        checkpoint_at = _ts(position.get("checkpoint_created"))
+        checkpoint_at = from_epoch(position.get("checkpoint_created"))
         if position.get("checkpoint") and checkpoint_at is not None and checkpoint_at < horizon:
             gap = Gap(
                 checkpoint_at,
@@ -445,8 +389,6 @@ def _build(options: SourceOptions, client: ClientFactory) -> Connector:
     if keys.account:  # a connected account: https://docs.stripe.com/connect/authentication
         headers["Stripe-Account"] = keys.account
     if keys.payload_style == "thin":
-        from connectors.stripe_thin import StripeThinConnector  # (it imports this module)
-
         return StripeThinConnector(
             options.name,
             client(options.base_url or DEFAULT_BASE_URL, headers, options.hint()),
@@ -481,20 +423,6 @@ def _sign(
         "content-type": headers.get("content-type") or "application/json",
         "stripe-signature": stripe_sign(body, secret, int(now)),
     }
-
-
-def thin_current(connect: Callable[[], Connector], payload: Any) -> Mapping[str, Any] | None:
-    """A v2 thin event (``"object": "v2.core.event"``) names its object in ``related_object`` and
-    carries no snapshot (https://docs.stripe.com/event-destinations#thin-events): the object's current
-    state, read from the API. A v1 event carries its snapshot in ``data.object``: None."""
-    if not (isinstance(payload, Mapping) and payload.get("object") == "v2.core.event"):
-        return None
-    related = payload.get("related_object")
-    kind = related.get("type") if isinstance(related, Mapping) else None
-    ident = related.get("id") if isinstance(related, Mapping) else None
-    if not (isinstance(kind, str) and kind and isinstance(ident, str) and ident):
-        raise BadPayload("the thin event has no related_object with a type and an id")
-    return connect().fetch_object(kind, ident)
 
 
 PROVIDER = Provider(

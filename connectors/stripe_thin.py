@@ -16,17 +16,26 @@ page's URL and the newest time seen so far; each scan reads again from ``overlap
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any
 
-from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
+from connectors.base import (
+    Access,
+    Capabilities,
+    Connector,
+    Cursor,
+    Listing,
+    Page,
+    Record,
+    ScanOptions,
+)
 from connectors.errors import UnsupportedError
 from connectors.http import ProviderClient, redact_url, require
 from connectors.paging import body_linked_pages
-from connectors.parsing import iso_time
-from connectors.stripe import fetch_stripe_object
+from connectors.parsing import BadPayload, iso_time
+from connectors.stripe_records import fetch_stripe_object
 
 EVENTS = "/v2/core/events"
 PAGE_SIZE = 100
@@ -142,3 +151,17 @@ class StripeThinConnector:
         body, response = self.client.get_json(EVENTS, params=[("limit", 1)], permission=PERMISSION)
         require(body, "data", source=self.source, url=str(response.request.url), kind=list)
         return Access("lists thin events (v2)")
+
+
+def thin_current(connect: Callable[[], Connector], payload: Any) -> Mapping[str, Any] | None:
+    """A v2 thin event (``"object": "v2.core.event"``) names its object in ``related_object`` and
+    carries no snapshot (https://docs.stripe.com/event-destinations#thin-events): the object's current
+    state, read from the API. A v1 event carries its snapshot in ``data.object``: None."""
+    if not (isinstance(payload, Mapping) and payload.get("object") == "v2.core.event"):
+        return None
+    related = payload.get("related_object")
+    kind = related.get("type") if isinstance(related, Mapping) else None
+    ident = related.get("id") if isinstance(related, Mapping) else None
+    if not (isinstance(kind, str) and kind and isinstance(ident, str) and ident):
+        raise BadPayload("the thin event has no related_object with a type and an id")
+    return connect().fetch_object(kind, ident)

@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from connectors.sandbox.common import b64, unb64
 from connectors.sandbox.stripe_api import STRIPE_RETENTION, StripeApi, _stripe_error
-from connectors.stripe import object_path
+from connectors.stripe_records import object_path
 
 MAX_LIMIT = 100
 

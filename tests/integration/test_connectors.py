@@ -36,7 +36,7 @@ from connectors.sandbox.app import Faults, Keys, Sandbox
 from connectors.sandbox.world import SHOPIFY_ORDER_BASE_ID, GitHubAttempt, World, build_world
 from connectors.shopify import resource_record
 from connectors.shopify_graphql import ORDER_QUERY, ORDERS_QUERY
-from connectors.stripe import event_record
+from connectors.stripe_records import event_record
 from reconciler.config import SourceSettings, parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import FIXTURES, RunningServer, start_server
