@@ -18,3 +18,13 @@ def freeze_startup_objects() -> None:
     imports, by the commands that scan (``reconcile``, ``schedule``) when they run as the
     ``hookledger`` executable, never from a process that merely calls into the library."""
     gc.freeze()
+
+
+def lease_owner() -> str:
+    """This process's name on what it holds (an event's lease, a run's lease, an outbox claim):
+    host and pid, so an operator can find it, and a suffix of its own for each holder in it."""
+    import os
+    import socket
+    import uuid
+
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"

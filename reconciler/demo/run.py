@@ -19,14 +19,7 @@ import contextlib
 import json
 import logging
 import os
-import shutil
-import signal
 import socket
-import subprocess
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,8 +28,7 @@ from typing import Any
 import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table as RichTable
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import Engine, delete, update
 from starlette.applications import Starlette
 
 from connectors.sandbox.app import Sandbox
@@ -55,7 +47,7 @@ from connectors.sandbox.sender import (
 )
 from connectors.sandbox.world import World, build_world
 from reconciler.config import Settings, load_config
-from reconciler.demo import handlers, truth
+from reconciler.demo import handlers, report, serving, truth, waits
 from reconciler.demo.business import invoices, metadata, orders
 from reconciler.demo.day import SLOT, Day, SteppedClock, arrival_times, day_ending
 from reconciler.demo.mailer import Mailer
@@ -66,7 +58,6 @@ from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
 from reconciler.notify.dispatch import dispatch
 from reconciler.ops.drill import drill_handlers
-from reconciler.ops.overview import UNPROCESSED
 from reconciler.ops.rollup import roll_up
 from reconciler.outbox.publisher import publishers
 from reconciler.reconcile.run import Reconciler
@@ -74,19 +65,9 @@ from reconciler.reconcile.sweep import nightly_names, reconcile_one
 from reconciler.schedule import snapshot
 from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import upgrade
-from reconciler.storage.models import (
-    DELIVERIES,
-    DISCREPANCIES,
-    INBOX_EVENTS,
-    OUTBOX,
-    DiscrepancyStatus,
-    EventStatus,
-    OutboxStatus,
-)
 from reconciler.storage.types import clock_override, utcnow
 
 log = logging.getLogger(__name__)
-DUE_STATUSES = (EventStatus.PENDING, EventStatus.FAILED)
 
 __all__ = ["DEMO_ENV", "DemoOptions", "DemoResult", "run_demo"]
 
@@ -113,46 +94,6 @@ class DemoResult:
     receipts: frozenset[str] = frozenset()  # the keys the mailer must have: one per paid invoice
 
 
-def _bind() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
-
-
-@contextmanager
-def _serving(app: Any, sock: socket.socket) -> Iterator[None]:
-    import uvicorn
-
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", log_config=None)
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise HookledgerError("a demo server did not start")
-        time.sleep(0.02)
-    try:
-        yield
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
-@contextmanager
-def _background(target: Callable[[threading.Event], None]) -> Iterator[None]:
-    stop = threading.Event()
-    thread = threading.Thread(target=target, args=(stop,), daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-
-
 def _webhooks(world: World, settings: Settings, seed: int) -> dict[str, list[Webhook]]:
     secrets = {s.name: s.signing_secrets()[0] for s in settings.sources}
     twilio_url = f"http://{settings.receiver.host}:{settings.receiver.port}/webhooks/twilio"
@@ -166,7 +107,6 @@ def _webhooks(world: World, settings: Settings, seed: int) -> dict[str, list[Web
 
 # sources the demo's day delivers to but does not reconcile (Slack lists no events): their faults
 # are only the sender's, and the ground truth leaves them out
-RECEIVE_ONLY = ("slack",)
 
 
 def _receive_only_webhooks(settings: Settings, seed: int, n: int) -> dict[str, list[Webhook]]:
@@ -221,119 +161,10 @@ def _deliver_day(
             progress.advance(task)
             i += 1
         snapshot(engine, settings)
-        _wait_quiet(engine, clock)
+        waits.wait_quiet(engine, clock)
     handlers.OUTAGE.clear()
     # what the last slots still had to retry (none should be left: the tail is there for them)
-    _wait_quiet(engine, clock)
-
-
-def _wait_quiet(engine: Engine, clock: SteppedClock, timeout: float = 120.0) -> None:
-    """Until nothing is being processed or sent and nothing is due at the clock's time."""
-    deadline = time.monotonic() + timeout
-    e, o = INBOX_EVENTS, OUTBOX
-    while True:
-        now = clock()
-        with engine.connect() as conn:
-            busy = (
-                conn.execute(
-                    select(func.count())
-                    .select_from(e)
-                    .where(
-                        (e.c.status == EventStatus.PROCESSING)
-                        | (e.c.status.in_(DUE_STATUSES) & (e.c.next_attempt_at <= now))
-                    )
-                ).scalar_one()
-                + conn.execute(
-                    select(func.count())
-                    .select_from(o)
-                    .where(
-                        (o.c.status == OutboxStatus.SENDING)
-                        | (
-                            o.c.status.in_((OutboxStatus.PENDING, OutboxStatus.FAILED))
-                            & (o.c.next_attempt_at <= now)
-                        )
-                    )
-                ).scalar_one()
-            )
-        if not busy:
-            return
-        if time.monotonic() > deadline:
-            raise HookledgerError(f"the worker and publisher did not catch up ({busy} due)")
-        time.sleep(0.05)
-
-
-def _wait_drained(engine: Engine, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        with engine.connect() as conn:
-            waiting = conn.execute(
-                select(func.count())
-                .select_from(INBOX_EVENTS)
-                .where(INBOX_EVENTS.c.status.in_(UNPROCESSED))
-            ).scalar_one()
-        if not waiting:
-            return
-        if time.monotonic() > deadline:
-            raise HookledgerError(f"the worker did not drain the inbox ({waiting} events waiting)")
-        time.sleep(0.2)
-
-
-def _wait_sent(engine: Engine, timeout: float = 120.0) -> None:
-    """Until the publisher has sent every outbox message (the mailer's failures are retried)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with engine.connect() as conn:
-            waiting = conn.execute(
-                select(func.count()).select_from(OUTBOX).where(OUTBOX.c.status != OutboxStatus.SENT)
-            ).scalar_one()
-        if not waiting:
-            return
-        if time.monotonic() > deadline:
-            raise HookledgerError(
-                f"the publisher did not send the outbox ({waiting} messages left)"
-            )
-        time.sleep(0.2)
-
-
-def _notifications(
-    console: Console, ops: OpsChannel, found: dict[str, dict[str, int]], engine: Engine
-) -> list[str]:
-    """One signed message a source about its new discrepancies and one about its dead letters at
-    the stand-in ops channel: lines that differ."""
-    messages = ops.received()
-    told = {(m["type"], m["data"].get("source")) for m in messages}
-    with engine.connect() as conn:
-        dead = {
-            str(s)
-            for s in conn.execute(
-                select(INBOX_EVENTS.c.source)
-                .where(INBOX_EVENTS.c.status == EventStatus.DEAD)
-                .distinct()
-            ).scalars()
-        }
-    # (a conflict is recorded by the receiver, not found by a run)
-    wanted = {
-        ("hookledger.discrepancies", s)
-        for s, kinds in found.items()
-        if any(n for kind, n in kinds.items() if kind != "conflict")
-    }
-    wanted |= {("hookledger.dead_letters", s) for s in dead}
-    console.print(
-        f"notifications: {len(messages)} signed messages at the demo's ops channel "
-        f"({ops.refused} refused): " + "; ".join(sorted(m["data"]["title"] for m in messages))
-    )
-    return [f"no '{kind}' notification about {source}" for kind, source in sorted(wanted - told)]
-
-
-def _receipts(console: Console, mailer: Mailer, expected: set[str]) -> list[str]:
-    """One receipt per paid invoice at the stand-in mailer, by key: lines that differ."""
-    lines = mailer.check(expected)
-    console.print(
-        f"outbox: {len(expected)} paid invoices, {len(mailer.receipts)} receipts at the mailer, "
-        f"one per key ({mailer.retried} keys sent more than once after a 503 or a late answer, "
-        "mailed once)"
-    )
-    return lines
+    waits.wait_quiet(engine, clock)
 
 
 def _redeliver_changed(
@@ -399,61 +230,6 @@ def _tamper(business: Engine, tampering: truth.Tampering) -> None:
             conn.execute(delete(orders).where(orders.c.order_id.in_(tampering.order_deleted)))
 
 
-def found_counts(engine: Engine) -> dict[str, dict[str, int]]:
-    d = DISCREPANCIES
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(d.c.source, d.c.kind, func.count())
-            .where(d.c.status == DiscrepancyStatus.OPEN)
-            .group_by(d.c.source, d.c.kind)
-        ).all()
-    return truth.count_by(rows)
-
-
-def _received_only(console: Console, engine: Engine) -> None:
-    """What the sources the demo does not reconcile received: events, duplicates, handshakes."""
-    d = DELIVERIES
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(d.c.source, d.c.outcome, func.count())
-            .where(d.c.source.in_(RECEIVE_ONLY))
-            .group_by(d.c.source, d.c.outcome)
-        ).all()
-    counts: dict[str, dict[str, int]] = {}
-    for source, outcome, n in rows:
-        counts.setdefault(str(source), {})[str(outcome)] = int(n)
-    parts = [
-        f"{source} {c.get('accepted', 0)} events ({c.get('duplicate', 0)} duplicate deliveries"
-        + (f", {c['handshake']} handshake" if c.get("handshake") else "")
-        + ")"
-        for source, c in sorted(counts.items())
-    ]
-    if parts:
-        console.print("received, not reconciled: " + "; ".join(parts))
-
-
-def _summary(
-    console: Console, expected: dict[str, dict[str, int]], found: dict[str, dict[str, int]]
-) -> None:
-    # kinds down, sources across: as narrow as the sources are few (a terminal of 100 columns)
-    table = RichTable(
-        title="Open discrepancies found", caption="a difference: [red]found / ground truth[/red]"
-    )
-    table.add_column("kind")
-    sources = sorted(set(expected) | set(found))
-    for source in sources:
-        table.add_column(source, justify="right")
-    # the outbox's kinds only when there are any: the demo's mailer gets every receipt through
-    seen = {k for counts in (*expected.values(), *found.values()) for k, n in counts.items() if n}
-    for kind in (k for k in truth.KINDS if not k.startswith("outbox_") or k in seen):
-        cells = []
-        for source in sources:
-            f, e = found.get(source, {}).get(kind, 0), expected.get(source, {}).get(kind, 0)
-            cells.append(f"{f}" if f == e else f"[red]{f} / {e}[/red]")
-        table.add_row(kind, *cells)
-    console.print(table)
-
-
 def run_demo(opts: DemoOptions) -> DemoResult:
     console = opts.console or Console(stderr=True)
     # the planted handler failures are the point of the demo: the dashboard shows them, the console
@@ -474,7 +250,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                 f"port {dashboard_port} on 127.0.0.1 is in use (another dashboard?): "
                 "choose another with --port, or use --no-dashboard"
             ) from None
-    sandbox_sock, receiver_sock, mailer_sock = _bind(), _bind(), _bind()
+    sandbox_sock, receiver_sock, mailer_sock = serving.bind(), serving.bind(), serving.bind()
     sandbox_url = f"http://127.0.0.1:{sandbox_sock.getsockname()[1]}"
     mailer_url = f"http://127.0.0.1:{mailer_sock.getsockname()[1]}"
     config_path = prepare_workspace(
@@ -529,15 +305,15 @@ def run_demo(opts: DemoOptions) -> DemoResult:
         with contextlib.ExitStack() as running:
             # every time the receiver, the worker and the publisher store is the day's clock
             running.enter_context(clock_override(clock))
-            running.enter_context(_serving(Sandbox(world).app, sandbox_sock))
+            running.enter_context(serving.serving(Sandbox(world).app, sandbox_sock))
             # the mailer and the ops channel: the outbox's receipts and the notifications
             running.enter_context(
-                _serving(Starlette(routes=mailer.routes + ops.routes), mailer_sock)
+                serving.serving(Starlette(routes=mailer.routes + ops.routes), mailer_sock)
             )
-            running.enter_context(_serving(create_app(settings, engine), receiver_sock))
-            running.enter_context(_background(worker.run))
+            running.enter_context(serving.serving(create_app(settings, engine), receiver_sock))
+            running.enter_context(serving.background(worker.run))
             for sender in senders:
-                running.enter_context(_background(sender.run))
+                running.enter_context(serving.background(sender.run))
             dispatch(engine, settings)  # the ops channel hears about what happens from now on
             console.print(
                 f"[bold]hookledger demo[/bold] in {directory} (seed {opts.seed}): sandbox provider on "
@@ -573,8 +349,8 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             }
             if bad:
                 raise HookledgerError(f"the receiver refused demo deliveries: {bad}")
-            _wait_drained(engine)
-            _wait_sent(engine)
+            waits.wait_drained(engine)
+            waits.wait_sent(engine)
             clock.jump(datetime.now(UTC))  # the day is over: the reconciliation runs now
             snapshot(engine, settings)
             receipts = truth.expected_receipts(world, reports)
@@ -601,12 +377,12 @@ def run_demo(opts: DemoOptions) -> DemoResult:
             snapshot(engine, settings)
             roll_up(engine, utcnow())
             dispatch(engine, settings)  # what the runs found, and the day's dead letters
-            found = found_counts(engine)
-            _summary(console, expected, found)
-            _received_only(console, engine)
+            found = report.found_counts(engine)
+            report.summary(console, expected, found)
+            report.received_only(console, engine)
             differences = truth.compare(expected, found)
-            differences += _notifications(console, ops, found, engine)
-            differences += _receipts(console, mailer, receipts)
+            differences += report.notifications(console, ops, found, engine)
+            differences += report.receipts(console, mailer, receipts)
             differences += _drill(console, engine, settings, drill_expected)
             if differences:
                 console.print("[red]The reconciliation differs from the ground truth:[/red]")
@@ -618,7 +394,7 @@ def run_demo(opts: DemoOptions) -> DemoResult:
                     f"(ground truth: {directory / 'truth.json'})."
                 )
             if opts.dashboard:
-                _dashboard_until_interrupted(console, config_path, dashboard_port)
+                serving.dashboard_until_interrupted(console, config_path, dashboard_port)
     finally:
         worker.close()
         for sender in senders:
@@ -626,60 +402,3 @@ def run_demo(opts: DemoOptions) -> DemoResult:
         engine.dispose()
         business.dispose()
     return DemoResult(directory, config_path, expected, found, differences, frozenset(receipts))
-
-
-def _answers(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> bool:
-    """Whether the process answers ``url`` with 200 before it exits or the time is up: the URL is
-    printed only once it opens."""
-    deadline = time.monotonic() + timeout
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)
-    return False
-
-
-def _dashboard_until_interrupted(console: Console, config_path: Path, port: int) -> None:
-    from reconciler.dashboard_process import streamlit_argv
-
-    env = {**os.environ, "HOOKLEDGER_CONFIG": str(config_path)}
-    # `kill PID` or a closed terminal stops the demo as Ctrl-C does: its dashboard child too, or the
-    # child would keep the port
-    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    proc = subprocess.Popen(streamlit_argv("127.0.0.1", port, None), env=env)
-    try:
-        if not _answers(f"http://127.0.0.1:{port}/_stcore/health", proc):
-            console.print(f"[red]The dashboard did not start on port {port}[/red] (see above).")
-            return
-        console.print(
-            f"\n[bold]Dashboard: http://127.0.0.1:{port}[/bold]  (sandbox, receiver and worker "
-            "keep running; Ctrl-C stops everything)\n"
-            f"Other commands on this demo: set -a; . {config_path.parent}/demo.env; set +a; then "
-            f"hookledger <command> --config {config_path}"
-        )
-        if shutil.which("xdg-open") and os.environ.get("DISPLAY"):
-            subprocess.Popen(
-                ["xdg-open", f"http://127.0.0.1:{port}"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        while proc.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        console.print("stopping the demo ...")
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt

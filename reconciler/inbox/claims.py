@@ -37,6 +37,27 @@ def event_of(r: Any) -> Event:
     )
 
 
+CLAIM_ORDER = (EventStatus.PROCESSING, EventStatus.FAILED, EventStatus.PENDING)
+
+
+def claim_batch(
+    conn: Connection, now: datetime, lease_until: datetime, limit: int, worker_id: str
+) -> tuple[list[Event], set[int]]:
+    """Up to ``limit`` due events leased to ``worker_id``: expired leases first, then due retries,
+    then new events; and the ids of those claimed after their lease ran out (their worker died or
+    hung: their last attempt may have been the last allowed)."""
+    claimed: list[Event] = []
+    expired: set[int] = set()
+    for status in CLAIM_ORDER:
+        if len(claimed) >= limit:
+            break
+        events = claim_due(conn, status, now, lease_until, limit - len(claimed), worker_id)
+        if status is EventStatus.PROCESSING:
+            expired.update(e.id for e in events)
+        claimed += events
+    return claimed, expired
+
+
 def claim_due(
     conn: Connection,
     status: EventStatus,
@@ -83,3 +104,28 @@ def claim_due(
     events = [event_of(r) for r in conn.execute(stmt)]
     events.sort(key=lambda e: e.id)
     return events
+
+
+def release_unstarted(
+    conn: Connection, ids: list[int], owner: str, now: datetime, given_back: int = 0
+) -> None:
+    """Claimed events not started give their lease back (a worker shutting down): due now, with
+    ``given_back`` attempts fewer (a start counted ahead, ``inbox.starts``), where ``owner`` still
+    holds them."""
+    if not ids:
+        return
+    conn.execute(
+        update(EVENTS)
+        .where(
+            EVENTS.c.id.in_(ids),
+            EVENTS.c.lease_owner == owner,
+            EVENTS.c.status == EventStatus.PROCESSING,
+        )
+        .values(
+            status=EventStatus.PENDING,
+            lease_owner=None,
+            lease_expires_at=None,
+            next_attempt_at=now,
+            attempts=EVENTS.c.attempts - given_back,
+        )
+    )

@@ -12,6 +12,11 @@ providers' HTTP client.
 
 from __future__ import annotations
 
+import random
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
 import httpx
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
@@ -19,7 +24,8 @@ from connectors.retry import full_jitter
 from reconciler.errors import AmbiguousError, PermanentError, TransientError
 from reconciler.outgoing import NO_ANSWER
 from reconciler.outgoing import classify_status as classify_status
-from reconciler.storage.models import ErrorClass
+from reconciler.payment_text import mask_payment_text
+from reconciler.storage.models import ErrorClass, EventStatus
 
 PERMANENT_TYPES: tuple[type[BaseException], ...] = (
     PermanentError,
@@ -56,3 +62,44 @@ def classify_exception(exc: BaseException) -> ErrorClass:
 
 
 backoff_delay = full_jitter  # seconds after failed attempt ``attempt`` (1-based), full jitter
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a failed attempt leaves on its event: dead or failed (retried at ``next_attempt_at``),
+    the error's class and the message stored, logged and shown to operators."""
+
+    status: EventStatus
+    error_class: ErrorClass
+    message: str
+    next_attempt_at: datetime | None
+
+
+def failure_of(
+    exc: BaseException,
+    attempt: int,
+    *,
+    max_attempts: int,
+    backoff_base: float,
+    backoff_max: float,
+    now: datetime,
+    rng: random.Random,
+    force_dead: bool = False,
+) -> Failure:
+    """The outcome of attempt ``attempt`` (1-based) that raised ``exc``: permanent errors and the
+    last allowed attempt are dead; others are retried after a jittered backoff, or the error's own
+    ``retry_after`` when longer."""
+    error_class = classify_exception(exc)
+    message = f"{exc.__class__.__name__}: {exc}"
+    if error_class is ErrorClass.TRANSIENT and not isinstance(exc, TransientError):
+        message += "\n" + "".join(traceback.format_exception(exc, limit=-3))
+    # never a card number a handler put in its error (the traceback repeats the error's text)
+    message = mask_payment_text(message)
+    dead = force_dead or error_class is ErrorClass.PERMANENT or attempt >= max_attempts
+    if dead:
+        return Failure(EventStatus.DEAD, error_class, message[:8000], None)
+    delay = backoff_delay(attempt, backoff_base, backoff_max, rng)
+    retry_after = getattr(exc, "retry_after", None)
+    if isinstance(retry_after, int | float):
+        delay = max(delay, float(retry_after))
+    return Failure(EventStatus.FAILED, error_class, message[:8000], now + timedelta(seconds=delay))

@@ -1,15 +1,12 @@
 """The worker: claim due events with a lease, apply them, record the outcome.
 
-Claiming (``inbox.claims``) takes expired leases first, then due retries, then new events, one
-UPDATE ... RETURNING per status; an event whose worker died is due again when its lease runs out.
-Completion is guarded by ``lease_owner``: a worker
-that lost its lease cannot overwrite the new owner's result, and its handler's writes roll back.
+Claiming (``inbox.claims``) takes expired leases first, then due retries, then new events; an event
+whose worker died is due again when its lease runs out. Completion is guarded by ``lease_owner``: a
+worker that lost its lease cannot overwrite the new owner's result, and its handler's writes roll
+back.
 
-An attempt is counted when it starts, not when it is claimed: an event's ``attempts`` is raised in a
-committed transaction before its handler runs: a batch's first event in a transaction of its own,
-each next one in the previous event's outcome transaction (so counting costs one commit a batch). A worker
-that dies on one event of a batch therefore leaves the batch's other events as they were, and only
-the event whose handler keeps killing the process reaches ``max_attempts``.
+An attempt is counted when it starts, not when it is claimed (``inbox.starts``): committed before
+its handler runs, with the previous event's outcome where there is one.
 
 On SQLite the handler's transaction begins deferred: the write lock is taken by its first write (or
 by the status update after it), so a handler that waits before writing does not hold up the
@@ -19,15 +16,11 @@ receiver's commits. A handler that writes and then waits holds the lock for the 
 from __future__ import annotations
 
 import logging
-import os
 import random
-import socket
 import threading
 import time
-import traceback
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -37,12 +30,10 @@ import httpx
 from sqlalchemy import Connection, Engine, bindparam, insert, update
 from sqlalchemy.exc import OperationalError
 
-from connectors.base import Connector
-from connectors.errors import ConnectorError, NotFoundError, RejectedDelivery
-from connectors.http import RetryPolicy
-from reconciler.config import Settings, SourceSettings
-from reconciler.errors import AmbiguousError, HookledgerError, PermanentError, TransientError
-from reconciler.inbox.claims import claim_due
+from reconciler.config import Settings
+from reconciler.errors import AmbiguousError, TransientError
+from reconciler.inbox.claims import claim_batch, release_unstarted
+from reconciler.inbox.current import CurrentObjects
 from reconciler.inbox.forward import forward_event, make_forward_client
 from reconciler.inbox.handlers import (
     Business,
@@ -54,34 +45,23 @@ from reconciler.inbox.handlers import (
     default_registry,
     verdict_of,
 )
-from reconciler.inbox.retry import backoff_delay, classify_exception
+from reconciler.inbox.ignored import IgnoredLog
+from reconciler.inbox.retry import failure_of
+from reconciler.inbox.starts import Starts
 from reconciler.inbox.write_lock import WriteLockWatch
 from reconciler.outbox.writer import Outbox, insert_message
-from reconciler.payment_text import mask_payment_text
-from reconciler.sources import build_connector, provider
+from reconciler.process import lease_owner
 from reconciler.storage.dialect import single_writer
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
-from reconciler.storage.models import (
-    INBOX_EVENTS,
-    PROCESSING_ATTEMPTS,
-    ErrorClass,
-    EventStatus,
-)
+from reconciler.storage.models import INBOX_EVENTS as EVENTS
+from reconciler.storage.models import PROCESSING_ATTEMPTS as ATTEMPTS
+from reconciler.storage.models import ErrorClass, EventStatus
 from reconciler.storage.types import utcnow
 
 if TYPE_CHECKING:
     from reconciler.inbox.worker_metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
-
-MAX_IGNORED_KEYS = 1000  # (source, type) pairs counted for the ignored log line
-# A thin notification's look-up retries briefly and leaves the rest to the event's own backoff: its
-# attempt holds the event's lease meanwhile
-FETCH_POLICY = RetryPolicy(max_attempts=3, base_delay=0.2, max_delay=2.0, max_total_wait=10.0)
-
-EVENTS = INBOX_EVENTS
-ATTEMPTS = PROCESSING_ATTEMPTS
-CLAIM_ORDER = (EventStatus.PROCESSING, EventStatus.FAILED, EventStatus.PENDING)
 
 
 class _LeaseLost(Exception):
@@ -115,10 +95,6 @@ class WorkerStats:
         self.outcomes[key] = self.outcomes.get(key, 0) + 1
 
 
-def default_worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
 class Worker:
     def __init__(
         self,
@@ -136,6 +112,7 @@ class Worker:
         self.metrics = metrics  # shared by the workers of a process
         # SQLite: the handler's transaction takes the write lock at its first write (module doc).
         self._handler_engine = engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
+        self._starts = Starts(self._count_start, self._will_run)
         self._locks = (
             WriteLockWatch(
                 settings.worker.sqlite_lock_warn_seconds,
@@ -145,16 +122,12 @@ class Worker:
             else None
         )
         self._expired: set[int] = set()  # claimed after their lease ran out
-        self._ignored: dict[tuple[str, str], int] = {}  # (source, type) -> events marked ignored
-        self._connectors: dict[str, Connector] = {}  # thin notifications' look-ups, per source
-        self._connectors_lock = threading.Lock()
-        self._started: dict[int, int] = {}  # event id -> attempts, its start already committed
-        self._then: Event | None = None  # to start in the current event's outcome transaction
-        self._then_attempts: int | None = None
+        self._ignored = IgnoredLog()
+        self._current = CurrentObjects(settings)  # thin notifications' look-ups
         self.settings = settings
         self.cfg = settings.worker
         self.registry = registry if registry is not None else default_registry
-        self.worker_id = worker_id or default_worker_id()
+        self.worker_id = worker_id or lease_owner()
         self._client = client
         self._clock = clock
         self._rng = rng or random.Random()
@@ -170,38 +143,22 @@ class Worker:
     # -- claiming ---------------------------------------------------------------------------------
 
     def claim(self, limit: int | None = None) -> list[Event]:
-        limit = limit or self.cfg.batch_size
         now = self._clock()
         lease_until = now + timedelta(seconds=self.cfg.lease_seconds)
-        claimed: list[Event] = []
         with self.engine.begin() as conn:
-            for status in CLAIM_ORDER:
-                remaining = limit - len(claimed)
-                if remaining <= 0:
-                    break
-                claimed.extend(self._claim_status(conn, status, now, lease_until, remaining))
+            claimed, expired = claim_batch(
+                conn, now, lease_until, limit or self.cfg.batch_size, self.worker_id
+            )
+        self._expired.update(expired)
         self.stats.claimed += len(claimed)
         return claimed
-
-    def _claim_status(
-        self,
-        conn: Connection,
-        status: EventStatus,
-        now: datetime,
-        lease_until: datetime,
-        limit: int,
-    ) -> list[Event]:
-        events = claim_due(conn, status, now, lease_until, limit, self.worker_id)
-        if status is EventStatus.PROCESSING:
-            self._expired.update(e.id for e in events)
-        return events
 
     # -- processing -------------------------------------------------------------------------------
 
     def process(self, event: Event, then: Event | None = None) -> EventStatus | None:
         """Apply one claimed event; return its new status (None if the lease was lost).
 
-        ``then``: the event to be processed next, whose attempt starts with this one's outcome.
+        ``then``: the event processed next, whose attempt is counted with this one's outcome.
         """
         if self.metrics is None:
             return self._process(event, then)
@@ -211,7 +168,7 @@ class Worker:
         return status
 
     def _process(self, event: Event, then: Event | None) -> EventStatus | None:
-        self._then = then
+        self._starts.next_is(then)
         started = self._clock()
         extra = {
             "source": event.source,
@@ -229,8 +186,7 @@ class Worker:
         try:
             event = self._start(event)
             if fn is not None:
-                event = self._with_current(event)
-            self._then = then  # _start's own transaction, if any, started nothing else
+                event = self._current.of(event)
             verify = self.registry.verifier(event.source, event.event_type)
             if fn is not None and verify is not None and event.error_class == ErrorClass.AMBIGUOUS:
                 self._verify_then_apply(fn, verify, event, started)
@@ -240,14 +196,14 @@ class Worker:
                 outcome = EventStatus.PROCESSED
             elif target := self._forward_urls.get(event.source) or self.cfg.forward_url:
                 forward_event(self._http(), target, event)
-                with self._transaction() as conn:
+                with self._starts.transaction(self.engine) as conn:
                     self._finish(conn, event, EventStatus.PROCESSED, started)
                 outcome = EventStatus.PROCESSED
             else:
-                with self._transaction() as conn:
+                with self._starts.transaction(self.engine) as conn:
                     self._finish(conn, event, EventStatus.IGNORED, started)
                 outcome = EventStatus.IGNORED
-                self._note_ignored(event)
+                self._ignored.note(event)
         except _LeaseLost:
             log.warning("lease lost; another worker owns the event now", extra=extra)
             self.stats.add(None)
@@ -258,66 +214,9 @@ class Worker:
         self.stats.add(outcome)
         return outcome
 
-    def _with_current(self, event: Event) -> Event:
-        """A thin notification's object fetched through the source's connector (its request budget
-        and retries), as ``event.current``. The provider unreachable: a transient failure, retried
-        with backoff; the object gone (404) or the notification unreadable: permanent."""
-        source = self.settings.source(event.source)
-        if source is None:
-            return event
-        fetch = provider(source.kind).current
-        if fetch is None:
-            return event
-        try:
-            payload = event.payload
-        except (ValueError, RecursionError):
-            return event  # (not a document: nothing to look up; the handler sees the bytes)
-        try:
-            current = fetch(lambda: self._connector(source), payload)
-        except NotFoundError as exc:
-            raise PermanentError(
-                f"the notification's object is gone at the provider: {exc}"
-            ) from exc
-        except RejectedDelivery as exc:
-            raise PermanentError(f"the notification cannot be read: {exc.reason}") from exc
-        except (ConnectorError, HookledgerError) as exc:
-            raise TransientError(f"fetching the notification's object failed: {exc}") from exc
-        return event if current is None else replace(event, current=current)
-
-    def _connector(self, source: SourceSettings) -> Connector:
-        """The source's connector, built once per worker (one HTTP client, one request budget)."""
-        with self._connectors_lock:
-            if source.name not in self._connectors:
-                self._connectors[source.name] = build_connector(source, policy=FETCH_POLICY)
-            return self._connectors[source.name]
-
-    def _note_ignored(self, event: Event) -> None:
-        """An event nobody handles is marked ignored: said in the log the first time for its source
-        and type, then at 10, 100, 1000 and every 10,000 (hookledger_inbox_events counts them all)."""
-        key = (event.source, event.event_type or "")
-        seen = self._ignored.get(key, 0) + 1
-        if len(self._ignored) < MAX_IGNORED_KEYS or key in self._ignored:
-            self._ignored[key] = seen
-        if seen in (1, 10, 100, 1000) or seen % 10_000 == 0:
-            log.warning(
-                "%d %s event(s) of type '%s' marked ignored by this worker: no handler and no "
-                "forward_url for them (a handler module in [worker] handlers, or forward_url)",
-                seen,
-                event.source,
-                key[1],
-                extra={"source": event.source, "event_id": event.event_id},
-            )
-
-    def _will_run(self, event: Event) -> bool:
-        return not (event.id in self._expired and event.attempt >= self.cfg.max_attempts)
-
     def _start(self, event: Event) -> Event:
-        """The event with its attempt counted: already, or now in a transaction of its own."""
-        attempts = self._started.pop(event.id, None)
-        if attempts is None:
-            self._then = None
-            with self._transaction() as conn:
-                attempts = self._count_start(conn, event)
+        """The event with its attempt counted, committed before anything of it runs."""
+        attempts = self._starts.start(self.engine, event)
         if attempts is None:
             raise _LeaseLost
         return replace(event, attempt=attempts)
@@ -326,20 +225,8 @@ class Worker:
         value = conn.execute(_START, {"b_id": event.id, "b_owner": self.worker_id}).scalar()
         return None if value is None else int(value)
 
-    def _start_next(self, conn: Connection, event: Event | None) -> None:
-        """Count ``event``'s attempt in this transaction; it is known started once it commits."""
-        if event is not None and self._will_run(event):
-            self._then, self._then_attempts = event, self._count_start(conn, event)
-
-    @contextmanager
-    def _transaction(self, engine: Engine | None = None) -> Iterator[Connection]:
-        """A transaction that may also start the next event: recorded only after it commits."""
-        self._then_attempts = None
-        with (engine or self.engine).begin() as conn:
-            yield conn
-        if self._then is not None and self._then_attempts is not None:
-            self._started[self._then.id] = self._then_attempts
-            self._then = None
+    def _will_run(self, event: Event) -> bool:
+        return not (event.id in self._expired and event.attempt >= self.cfg.max_attempts)
 
     def _bound(self, event: Event, conn: Connection) -> Event:
         """The event with an outbox that writes into ``conn``: the handler's messages commit with
@@ -359,7 +246,7 @@ class Worker:
         try:
             with (
                 self._watch_lock(event.source, fn) as listen,
-                self._transaction(self._handler_engine) as conn,
+                self._starts.transaction(self._handler_engine) as conn,
             ):
                 listen(conn)
                 fn(self._bound(event, conn), conn)
@@ -369,7 +256,7 @@ class Worker:
                 raise
             # A deferred SQLite transaction that read first cannot take the write lock once
             # another writer committed: run the handler again holding the lock from the start.
-            with self._transaction() as conn:
+            with self._starts.transaction(self.engine) as conn:
                 fn(self._bound(event, conn), conn)
                 self._finish(conn, event, EventStatus.PROCESSED, started)
 
@@ -387,7 +274,7 @@ class Worker:
         verify failed): an ambiguous failure, retried with backoff, dead after max_attempts."""
         previous = event.attempt - 1
         try:
-            with self._transaction(self._handler_engine) as conn:
+            with self._starts.transaction(self._handler_engine) as conn:
                 verdict = verdict_of(verify(self._bound(event, conn), conn))
                 if verdict is Verdict.DONE:
                     note = f"verify: attempt {previous} took effect; the handler was not run again"
@@ -433,8 +320,7 @@ class Worker:
         )
         if result.rowcount != 1:
             raise _LeaseLost
-        if self._then is not None:
-            self._start_next(conn, self._then)
+        self._starts.count_next(conn)
         conn.execute(
             _RECORD_ATTEMPT,
             {
@@ -453,42 +339,33 @@ class Worker:
     def _record_failure(
         self, event: Event, exc: BaseException, started: datetime, *, force_dead: bool = False
     ) -> EventStatus | None:
-        error_class = classify_exception(exc)
-        # stored, logged and shown to operators: never a card number a handler put in its error
-        message = mask_payment_text(f"{exc.__class__.__name__}: {exc}")
-        if error_class is ErrorClass.TRANSIENT and not isinstance(exc, TransientError):
-            message += "\n" + "".join(traceback.format_exception(exc, limit=-3))
-        dead = force_dead or error_class is ErrorClass.PERMANENT
-        dead = dead or event.attempt >= self.cfg.max_attempts
-        next_at = None
-        if not dead:
-            delay = backoff_delay(
-                event.attempt,
-                self.cfg.backoff_base_seconds,
-                self.cfg.backoff_max_seconds,
-                self._rng,
-            )
-            retry_after = getattr(exc, "retry_after", None)
-            if isinstance(retry_after, int | float):
-                delay = max(delay, float(retry_after))
-            next_at = self._clock() + timedelta(seconds=delay)
-        status = EventStatus.DEAD if dead else EventStatus.FAILED
+        failure = failure_of(
+            exc,
+            event.attempt,
+            max_attempts=self.cfg.max_attempts,
+            backoff_base=self.cfg.backoff_base_seconds,
+            backoff_max=self.cfg.backoff_max_seconds,
+            now=self._clock(),
+            rng=self._rng,
+            force_dead=force_dead,
+        )
+        status = failure.status
         extra = {
             "source": event.source,
             "event_id": event.event_id,
             "correlation_id": event.correlation_id,
-            "error_class": error_class.value,
+            "error_class": failure.error_class.value,
         }
         try:
-            with self._transaction() as conn:
+            with self._starts.transaction(self.engine) as conn:
                 self._finish(
                     conn,
                     event,
                     status,
                     started,
-                    error_class=error_class,
-                    error=message[:8000],
-                    next_attempt_at=next_at,
+                    error_class=failure.error_class,
+                    error=failure.message,
+                    next_attempt_at=failure.next_attempt_at,
                 )
         except _LeaseLost:
             log.warning("lease lost while recording a failure", extra=extra)
@@ -548,37 +425,18 @@ class Worker:
         if not events:
             return
         self._expired.difference_update(e.id for e in events)
-        # An event whose start was counted with the previous outcome gets that count back.
-        counted = [e.id for e in events if self._started.pop(e.id, None) is not None]
+        counted = self._starts.unstarted(events)  # their count goes back
         with self.engine.begin() as conn:
-            for ids, attempts in (
-                ([e.id for e in events if e.id not in counted], EVENTS.c.attempts),
-                (counted, EVENTS.c.attempts - 1),
+            for ids, given_back in (
+                ([e.id for e in events if e.id not in counted], 0),
+                (counted, 1),
             ):
-                if not ids:
-                    continue
-                conn.execute(
-                    update(EVENTS)
-                    .where(
-                        EVENTS.c.id.in_(ids),
-                        EVENTS.c.lease_owner == self.worker_id,
-                        EVENTS.c.status == EventStatus.PROCESSING,
-                    )
-                    .values(
-                        status=EventStatus.PENDING,
-                        lease_owner=None,
-                        lease_expires_at=None,
-                        next_attempt_at=self._clock(),
-                        attempts=attempts,
-                    )
-                )
+                release_unstarted(conn, sorted(ids), self.worker_id, self._clock(), given_back)
 
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
-        for connector in self._connectors.values():
-            connector.close()
-        self._connectors.clear()
+        self._current.close()
         if self._business_engine is not None:
             self._business_engine.dispose()
 

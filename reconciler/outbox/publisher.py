@@ -14,12 +14,9 @@ marks it dead if that was its last attempt.
 from __future__ import annotations
 
 import logging
-import os
 import random
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,14 +29,11 @@ from reconciler.config import OutboxTargetSettings, Settings
 from reconciler.outbox import store
 from reconciler.outbox.request import USER_AGENT, TargetAuth, request_headers
 from reconciler.outgoing import post
+from reconciler.process import lease_owner
 from reconciler.storage.models import ErrorClass, OutboxStatus
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
-
-
-def default_publisher_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 def resolve_auth(
@@ -95,7 +89,7 @@ class Publisher:
         )
         self._own_client = client is None
         self.client = client if client is not None else make_client()
-        self.publisher_id = publisher_id or default_publisher_id()
+        self.publisher_id = publisher_id or lease_owner()
         self._clock = clock
         self._rng = rng or random.Random()
         self.stats = PublisherStats()

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
-import socket
 import uuid
 from collections.abc import Callable, Generator
 from datetime import datetime, timedelta
@@ -31,6 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from connectors.base import Connector, Page, ScanOptions
 from reconciler.config import Settings, SourceSettings
 from reconciler.errors import ConfigError, HookledgerError
+from reconciler.process import lease_owner
 from reconciler.reconcile import closing, history, judge
 from reconciler.reconcile.business import BoundCheck, bind_checks
 from reconciler.reconcile.known import known_object_ids
@@ -81,7 +80,7 @@ class Reconciler:
         self.cfg = settings.reconcile
         self.connector_factory = connector_factory or run_connector_factory(settings)
         self.clock = clock
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.owner = owner or lease_owner()
 
     def run(
         self,

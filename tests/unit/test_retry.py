@@ -4,16 +4,24 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from connectors.retry import full_jitter, parse_retry_after, transient_status
 from reconciler.errors import PermanentError, TransientError
-from reconciler.inbox.retry import backoff_delay, classify_exception, classify_status
-from reconciler.states import ErrorClass
+from reconciler.inbox.retry import (
+    Failure,
+    backoff_delay,
+    classify_exception,
+    classify_status,
+    failure_of,
+)
+from reconciler.states import ErrorClass, EventStatus
 
 
 def test_backoff_is_exponential_with_full_jitter() -> None:
@@ -109,3 +117,53 @@ def test_a_verify_answer_is_read_as_a_verdict() -> None:
     assert [verdict_of(v) for v in (Verdict.DONE, True, "done")] == [Verdict.DONE] * 3
     assert [verdict_of(v) for v in (Verdict.NOT_DONE, False, "not_done")] == [Verdict.NOT_DONE] * 3
     assert [verdict_of(v) for v in (None, "maybe", 1, Verdict.UNKNOWN)] == [Verdict.UNKNOWN] * 4
+
+
+NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+
+
+def failed(exc: BaseException, attempt: int, **kw: object) -> Failure:
+    options: dict[str, object] = {
+        "max_attempts": 5,
+        "backoff_base": 2.0,
+        "backoff_max": 60.0,
+        "now": NOW,
+        "rng": random.Random(3),
+        **kw,
+    }
+    return failure_of(exc, attempt, **options)  # type: ignore[arg-type]
+
+
+def test_a_transient_failure_is_retried_within_the_backoff_and_a_permanent_one_is_dead() -> None:
+    retried = failed(TransientError("upstream 503"), 2)
+    assert retried.status == EventStatus.FAILED and retried.error_class == ErrorClass.TRANSIENT
+    assert retried.next_attempt_at is not None
+    assert NOW <= retried.next_attempt_at <= NOW + timedelta(seconds=4)
+    dead = failed(PermanentError("no such customer"), 1)
+    assert (dead.status, dead.next_attempt_at) == (EventStatus.DEAD, None)
+
+
+def test_the_last_allowed_attempt_and_a_forced_end_are_dead_whatever_the_class() -> None:
+    assert failed(TransientError("again"), 5).status == EventStatus.DEAD
+    assert failed(TransientError("again"), 1, force_dead=True).status == EventStatus.DEAD
+
+
+def test_a_retry_after_longer_than_the_backoff_is_honoured() -> None:
+    exc = TransientError("rate limited")
+    exc.retry_after = 120  # type: ignore[attr-defined]
+    assert failed(exc, 1).next_attempt_at == NOW + timedelta(seconds=120)
+
+
+@given(
+    message=st.text(max_size=200),
+    attempt=st.integers(1, 10),
+    kind=st.sampled_from([ValueError, TransientError, RuntimeError, PermanentError, KeyError]),
+)
+def test_the_stored_message_is_bounded_and_never_holds_a_card_number(
+    message: str, attempt: int, kind: type[Exception]
+) -> None:
+    got = failed(kind(f"{message} card 4242 4242 4242 4242"), attempt)
+    assert "4242 4242 4242 4242" not in got.message and len(got.message) <= 8000
+    assert (got.status == EventStatus.DEAD) == (
+        attempt >= 5 or got.error_class == ErrorClass.PERMANENT
+    )
