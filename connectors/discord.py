@@ -18,9 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import Field
 
 from connectors.options import ProviderKeys, SourceOptions
@@ -60,9 +59,10 @@ def verify_discord(
         signature = bytes.fromhex(given)
     except ValueError:
         raise SignatureError(f"{SIGNATURE} is not hexadecimal") from None
-    key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key))
+    from cryptography.exceptions import InvalidSignature
+
     try:
-        key.verify(signature, stamp.encode() + body)
+        _public_key(public_key).verify(signature, stamp.encode() + body)
     except InvalidSignature:
         raise SignatureError(f"{SIGNATURE} does not match") from None
     check_timestamp(int(stamp), now, tolerance, reject_future=True)
@@ -114,12 +114,20 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
     return parse_discord(request.body)
 
 
+def _public_key(hex_key: str) -> Any:
+    """The application's Ed25519 key. cryptography's OpenSSL bindings load here, once a Discord
+    source is used: every other process is spared their memory and start-up."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    return Ed25519PublicKey.from_public_bytes(bytes.fromhex(hex_key))
+
+
 def _rule(values: Mapping[str, object]) -> str | None:
     key = values.get("public_key")
     if not isinstance(key, str) or not key:
         return "kind 'discord' needs key 'public_key' (the application's, in hex)"
     try:
-        Ed25519PublicKey.from_public_bytes(bytes.fromhex(key))
+        _public_key(key)
     except ValueError:
         return "key 'public_key' is not an Ed25519 public key"
     return None

@@ -35,8 +35,7 @@ from connectors.errors import ConnectorError
 from reconciler.reconcile import judge
 from reconciler.reconcile.business import BoundCheck, facts
 from reconciler.reconcile.recent import NewestMet
-from reconciler.reconcile.store import read_only_session
-from reconciler.storage.engine import SQLITE_BEGIN_OPTION
+from reconciler.reconcile.store import reader
 from reconciler.storage.models import INBOX_EVENTS
 
 log = logging.getLogger(__name__)
@@ -209,11 +208,10 @@ class LookUp:
                     stack = contextlib.ExitStack()
                     self._opened.append(stack)
             if room:
-                biz = stack.enter_context(_reader(self.engine))
-                stack.enter_context(read_only_session(biz, self.timeout))
+                biz = stack.enter_context(reader(self.engine, self.timeout))
                 inbox = biz
                 if self.inbox_engine is not self.engine:
-                    inbox = stack.enter_context(_reader(self.inbox_engine))
+                    inbox = stack.enter_context(reader(self.inbox_engine, self.timeout))
                 pair = (biz, inbox)
             else:
                 pair = self._free.get()
@@ -229,9 +227,3 @@ class LookUp:
             except Exception:  # a connection that cannot be given back is the pool's to drop
                 log.debug("could not close a look-up connection", exc_info=True)
         self._opened.clear()
-
-
-def _reader(engine: Engine) -> Connection:
-    """A connection that only reads: on SQLite its transactions begin deferred, so they read the
-    last commit beside the scan's writer (WAL) instead of queueing for its write lock."""
-    return engine.connect().execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})

@@ -43,9 +43,9 @@ class PageJudge:
             rows = facts.business[index]
             every = self.judged.without_older(index, judge.latest_records(check, settled))
             latest = judge.judged(every, judge.received_objects(check, settled, received), rows)
-            latest = {
-                o: r for o, r in latest.items() if (r.object_type or "", o) not in facts.stale
-            }
-            found += judge.business(check, latest, rows, self.source, facts.current)
+            fresh = {o: r for o, r in latest.items() if (r.object_type or "", o) not in facts.stale}
+            found += judge.business(check, fresh, rows, self.source, facts.current)
+            # stale ones too: the page with their newer event judges them, and a page listing an
+            # older record of them is staler still (the look-up asked nothing about it)
             self.judged.remember(index, latest.values())
         return found

@@ -53,7 +53,10 @@ from reconciler.storage.engine import database_error
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
-LOOK_UP_CONNECTIONS = 4  # read-only connections the look-up threads share, at most
+# Pages looked up ahead of the writer, at most (each holds its records and facts in memory), and
+# the read-only connections their look-ups share.
+LOOK_UP_AHEAD = 8
+LOOK_UP_CONNECTIONS = 4
 __all__ = ["ProgressHook", "Reconciler", "RunSummary", "reconcilable_sources"]
 
 
@@ -179,10 +182,12 @@ class Reconciler:
             cleanup.callback(store.close)
             cursor = store.begin(full=options.full)
             connector = prepared.get()  # (its build overlapped the database work so far)
-            ahead = budget_of(source).concurrency
+            asks = budget_of(source).concurrency  # requests the source allows at once
+            # one request at a time: each page looked up in turn, no thread for it to wait on
+            ahead = min(asks, LOOK_UP_AHEAD) if asks > 1 else 0
             plan = _nothing_to_look_up
             if checks:
-                look_up = self._look_up(connector, checks, now - grace, ahead)
+                look_up = self._look_up(connector, checks, now - grace, ahead, asks)
                 cleanup.callback(look_up.close)
                 plan = look_up.plan
             source_facts = judge.Source(connector.capabilities, connector.retention)
@@ -211,10 +216,15 @@ class Reconciler:
         )
 
     def _look_up(
-        self, connector: Connector, checks: list[BoundCheck], cutoff: datetime, ahead: int
+        self,
+        connector: Connector,
+        checks: list[BoundCheck],
+        cutoff: datetime,
+        ahead: int,
+        asks: int,
     ) -> LookUp:
-        """The look-up stage: as many pages and suspect objects at once as the source's budget
-        allows requests, on a few read-only connections."""
+        """The look-up stage: ``ahead`` pages at once on a few read-only connections, a page's
+        suspect objects asked ``asks`` at once (as many requests as the source allows)."""
         return LookUp(
             connector,
             checks,
@@ -222,8 +232,8 @@ class Reconciler:
             inbox_engine=self.engine,
             cutoff=cutoff,
             timeout_seconds=self.settings.business.statement_timeout_seconds,
-            connections=min(ahead, LOOK_UP_CONNECTIONS),
-            asks_at_once=ahead,
+            connections=max(1, min(ahead, LOOK_UP_CONNECTIONS)),
+            asks_at_once=asks,
         )
 
     def _close(

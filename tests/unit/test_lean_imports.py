@@ -62,3 +62,13 @@ def test_serve_and_worker_import_neither_the_reconciler_nor_alembic() -> None:
         "import reconciler.outbox.publisher"
     )
     assert _imported_after(code, ("alembic", "reconciler.reconcile", "apscheduler")) == []
+
+
+def test_only_a_discord_source_loads_cryptography() -> None:
+    """cryptography's OpenSSL bindings (about 6 MB of a reconcile run's peak memory, bench
+    /reconcile.py) load when a Discord source verifies or checks its key, not with the providers'
+    registry that every command imports."""
+    core = "\n".join(f"import {name}" for name in CORE)
+    assert _imported_after(core + "\nimport connectors.registry", ("cryptography",)) == []
+    discord = "from connectors.discord import _public_key\n_public_key('00' * 32)"
+    assert _imported_after(discord, ("cryptography.hazmat",)) != []

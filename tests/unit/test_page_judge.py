@@ -93,3 +93,14 @@ def test_the_memory_forgets_the_oldest_objects_first() -> None:
     older = {f"in_{i}": event(f"old_{i}", f"in_{i}", "open", 20) for i in range(3)}
     assert set(met.without_older(0, older)) == {"in_0"}  # forgotten: judged again
     assert set(met.without_older(1, older)) == set(older)  # another check's memory is its own
+
+
+def test_an_object_stale_on_one_page_is_not_judged_on_an_older_record_later() -> None:
+    """A sliced scan meets pages in any order: the inbox held a newer event of in_1 than the page's
+    record (stale: not judged there, the look-up asks nothing about its older records after), and
+    a later page lists an older record still, which must not be called diverged from."""
+    page_judge = PageJudge([INVOICES], STRIPE, NOW)
+    facts = PageFacts((rows(in_1="paid"),), stale=frozenset({("invoice", "in_1")}))
+    assert page_judge([event("evt_2", "in_1", "open", 10)], InboxFacts(), facts) == []
+    older = [event("evt_1", "in_1", "draft", 20)]
+    assert page_judge(older, InboxFacts(), PageFacts((rows(in_1="paid"),))) == []

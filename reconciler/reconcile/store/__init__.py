@@ -18,6 +18,7 @@ from reconciler.reconcile.store import postgres, sqlite
 from reconciler.reconcile.store.interface import ScanStore, Window
 from reconciler.reconcile.store.passes import CLOCK_SKEW, Passes, listed_scope
 from reconciler.storage.dialect import is_postgresql
+from reconciler.storage.engine import SQLITE_BEGIN_OPTION
 
 __all__ = [
     "CLOCK_SKEW",
@@ -28,6 +29,7 @@ __all__ = [
     "listed_scope",
     "open_store",
     "read_only_session",
+    "reader",
 ]
 
 
@@ -70,10 +72,21 @@ def business_connection(
     if business_engine is store.scan.conn.engine and not _is_postgres(business_engine):
         yield store.scan.conn
         return
-    with business_engine.connect() as biz:
-        if _is_postgres(biz):
-            # each page's read is a statement of its own (read-only by the session's default): no
-            # BEGIN and ROLLBACK round trips around it, which cost more than the read
-            biz = biz.execution_options(isolation_level="AUTOCOMMIT")
-        with read_only_session(biz, timeout_seconds):
-            yield biz
+    with reader(business_engine, timeout_seconds) as biz:
+        yield biz
+
+
+@contextlib.contextmanager
+def reader(engine: Engine, timeout_seconds: float) -> Iterator[Connection]:
+    """A connection of its own that only reads, beside the scan's writer. PostgreSQL: read-only,
+    each statement within ``timeout_seconds`` and on its own (no BEGIN and ROLLBACK round trips
+    around a read, which cost more than the read). SQLite: its transactions begin deferred, so they
+    read the last commit (WAL) instead of queueing for the writer's lock."""
+    with engine.connect() as conn:
+        if not _is_postgres(conn):
+            yield conn.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
+            return
+        with read_only_session(
+            conn.execution_options(isolation_level="AUTOCOMMIT"), timeout_seconds
+        ):
+            yield conn
