@@ -5,6 +5,10 @@ Arms, each in a fresh process (so its peak RSS is its own), interleaved over the
 - ``bare_orjson``: page the source with httpx and decode with orjson, as the connectors do, nothing
   else: THE FLOOR, the loop a competent hand-written checker would start from;
 - ``bare``: the same loop decoding with stdlib ``json`` (shown for the decoder's share);
+- ``checker`` (PostgreSQL): the hand-written checker the configured run is held against: the floor's
+  paging loop plus, per page, the same two comparisons with psycopg and ``= ANY(%s)``: which of
+  the page's event ids the inbox lacks, and each invoice's row against its newest snapshot (each
+  invoice compared once, on the page with its newest event). It stores nothing;
 - ``reconcile``: ``Reconciler.run(full=True)`` configured as a user would: one business check with
   ``fields`` (``bench_invoices``: each invoice's status and amount, as the application stored them),
   so each page also costs its business look-up (the real thing: pages, batched lookups, upserts);
@@ -15,6 +19,11 @@ Arms, each in a fresh process (so its peak RSS is its own), interleaved over the
 - ``pandas``: load every source event and the whole inbox into pandas and merge.
 - ``baseline`` (with ``--baseline PATH``): the ``reconcile`` arm of another checkout (a ``git
   worktree`` of an earlier commit), on the same data in the same rounds: a paired old/new ratio.
+- ``hookrecon`` (PostgreSQL, with ``--hookrecon PYTHON``: the interpreter of a venv holding
+  ``hookrecon``): another tool's ``hookrecon check`` with the same business check (each listed
+  ``invoice.paid`` event's invoice must have a row), the stripe package pointed at the sandbox. A
+  yardstick for whole-process time and memory: it lists one event type and compares no inbox, so
+  its count is its own.
 1% of the events are withheld from the inbox: every arm but ``bare`` must report the same missing count.
 Each arm is timed twice: in-process (from after its imports to the end of its work) and as a whole
 process (spawn to exit: interpreter start-up and imports included, as a user running the command pays).
@@ -48,14 +57,43 @@ from reconciler.process import freeze_startup_objects
 # imports what that arm uses, so the floor's whole-process time and peak RSS are a bare loop's.
 
 KEY = "sk_test_sandbox"
-ARMS = ("bare_orjson", "bare", "reconcile", "sliced", "lookup", "pandas", "baseline")
+ARMS = (
+    "bare_orjson",
+    "bare",
+    "checker",
+    "reconcile",
+    "sliced",
+    "lookup",
+    "pandas",
+    "baseline",
+    "hookrecon",
+)
 # the headline pair first: the configured run against the orjson floor
 PAIRS = (
+    ("reconcile", "checker"),
     ("reconcile", "bare_orjson"),
     ("reconcile", "bare"),
     ("sliced", "reconcile"),
     ("reconcile", "baseline"),
+    ("reconcile", "hookrecon"),
 )
+# hookrecon's own process: the stripe package at the sandbox, its JSON report's drift count, and
+# its peak RSS read as it exits (VmHWM: its own, whoever spawned it)
+HOOKRECON = """
+import atexit, json, sys
+from pathlib import Path
+import stripe
+stripe.api_base = sys.argv[1]
+def hwm():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            print("HWM", int(line.split()[1]) / 1024)
+atexit.register(hwm)
+from hookrecon.cli import main
+code = main(["check", "--json", "--limit", "100000000"])
+sys.stdout.flush()
+sys.exit(code)
+"""
 
 
 def page_events(sandbox: str, decode: Any = None, hours: float = 48) -> Any:
@@ -187,9 +225,11 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
     # (and only that, so each arm's peak RSS is its own).
     if name == "pandas":
         import pandas  # noqa: F401
-    if name == "bare_orjson":
+    if name in ("bare_orjson", "checker"):
         import orjson
-    if not name.startswith("bare"):
+    if name == "checker":
+        import psycopg
+    if not name.startswith("bare") and name != "checker":
         from sqlalchemy.engine import make_url
 
         import reconciler.reconcile.run  # noqa: F401
@@ -205,6 +245,8 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
         count = sum(len(page) for page in page_events(sandbox))
     elif name == "bare_orjson":
         count = sum(len(page) for page in page_events(sandbox, orjson.loads))
+    elif name == "checker":
+        count = hand_written_check(db, sandbox, orjson.loads, psycopg)
     elif name in ("reconcile", "sliced"):
         from reconciler.config import parse_settings
         from reconciler.reconcile.run import Reconciler
@@ -303,6 +345,46 @@ def arm(name: str, db: str, sandbox: str) -> dict[str, Any]:
     }
 
 
+def hand_written_check(db: str, sandbox: str, decode: Any, psycopg: Any) -> int:
+    """The checker a competent engineer would write for this one job: page the source, and per
+    page ask the inbox which ids it lacks and the business table for the page's invoices, one
+    ``= ANY`` query each. Returns the missing count; a diverged invoice fails the benchmark (the
+    table holds each invoice's current state)."""
+    url = db.replace("postgresql+psycopg://", "postgresql://")
+    compared: set[str] = set()
+    missing = diverged = 0
+    with psycopg.connect(url, autocommit=True) as conn:
+        for page in page_events(sandbox, decode):
+            ids = [e["id"] for e in page]
+            held = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT event_id FROM inbox_events WHERE source = 'stripe' "
+                    "AND event_id = ANY(%s)",
+                    (ids,),
+                )
+            }
+            missing += len(ids) - len(held)
+            newest: dict[str, Any] = {}  # newest first: an invoice's first record is its newest
+            for event in page:
+                obj = event["data"]["object"]
+                if obj.get("object") == "invoice" and obj["id"] not in compared:
+                    newest.setdefault(obj["id"], obj)
+            compared.update(newest)
+            for invoice_id, status, amount_paid in conn.execute(
+                "SELECT stripe_invoice_id, status, amount_paid FROM bench_invoices "
+                "WHERE stripe_invoice_id = ANY(%s)",
+                (list(newest),),
+            ):
+                obj = newest[invoice_id]
+                diverged += (obj["status"], obj["amount_paid"]) != (status, amount_paid)
+    if diverged:
+        raise SystemExit(
+            f"checker: {diverged} invoices diverged; the table is not the current state"
+        )
+    return missing
+
+
 def peak_rss_mb() -> float:
     """This process's peak RSS. Linux keeps ``ru_maxrss`` across exec, so a child spawned by this
     benchmark's heavier parent would report the parent's; ``VmHWM`` starts afresh with the exec."""
@@ -313,6 +395,49 @@ def peak_rss_mb() -> float:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_hookrecon(python: str, db: str, sandbox: str) -> dict[str, Any]:
+    """One ``hookrecon check`` process (see the module), timed spawn to exit."""
+    from bench.common import pinned
+
+    with tempfile.TemporaryDirectory() as tmp:
+        check = {
+            "name": "invoices",
+            "event": "invoice.paid",
+            "sql": "SELECT 1 FROM bench_invoices WHERE stripe_invoice_id = $1",
+            "param": "data.object.id",
+        }
+        config = {"stripe": {"lookbackDays": 3}, "checks": [check]}
+        Path(tmp, "hookrecon.config.json").write_text(json.dumps(config))
+        env = {
+            **os.environ,
+            "STRIPE_SECRET_KEY": KEY,
+            "DATABASE_URL": db.replace("postgresql+psycopg://", "postgresql://"),
+        }
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        out = subprocess.run(
+            pinned(1, [python, "-c", HOOKRECON, sandbox]),
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+            env=env,
+        )
+        whole = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    lines = out.stdout.strip().splitlines()
+    if out.returncode not in (0, 1) or not lines or not lines[-1].startswith("HWM"):
+        raise SystemExit(f"hookrecon failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    report = json.loads("\n".join(lines[:-1]))
+    drifts = sum(len(c.get("drifts", [])) for c in report.get("checks", []))
+    return {
+        "seconds": whole,
+        "process_seconds": whole,
+        "count": drifts,
+        "maxrss_mb": float(lines[-1].split()[1]),
+        "cpu_seconds": after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime,
+    }
 
 
 def run_child(name: str, db: str, sandbox: str, baseline: Path | None = None) -> dict[str, Any]:
@@ -354,7 +479,13 @@ def main() -> None:
         "--baseline", type=Path, help="another checkout whose reconcile arm runs as 'baseline'"
     )
     parser.add_argument(
-        "--arms", nargs="+", choices=ARMS, help="the arms to run (default: all but baseline)"
+        "--hookrecon", help="a venv's python with hookrecon installed: the hookrecon arm"
+    )
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=ARMS,
+        help="the arms to run (default: all but baseline and hookrecon)",
     )
     parser.add_argument("--arm", choices=ARMS, help=argparse.SUPPRESS)
     parser.add_argument("--db", help=argparse.SUPPRESS)
@@ -363,7 +494,14 @@ def main() -> None:
     if args.arm:
         print(json.dumps(arm(args.arm, args.db, args.sandbox)))
         return
-    arms = tuple(args.arms or [a for a in ARMS if a != "baseline" or args.baseline])
+    arms = tuple(
+        args.arms
+        or [
+            a
+            for a in ARMS
+            if (a != "baseline" or args.baseline) and (a != "hookrecon" or args.hookrecon)
+        ]
+    )
     if "baseline" in arms and args.baseline is None:
         parser.error("the baseline arm needs --baseline PATH")
     table = []
@@ -397,6 +535,8 @@ def measure(
     """Every arm, interleaved over the rounds, on one populated database."""
     from bench.common import median
 
+    if dialect != "postgresql":  # (the hand-written checker and hookrecon are psycopg scripts)
+        arms = tuple(a for a in arms if a not in ("checker", "hookrecon"))
     withheld = populate(db, url)
     results: dict[str, list[dict[str, Any]]] = {a: [] for a in arms}
     for r in range(args.rounds):
@@ -405,7 +545,10 @@ def measure(
         for a in order:
             if a == "lookup" and r >= (args.lookup_rounds or args.rounds):
                 continue
-            results[a].append(run_child(a, db, url, args.baseline))
+            if a == "hookrecon":
+                results[a].append(run_hookrecon(args.hookrecon, db, url))
+            else:
+                results[a].append(run_child(a, db, url, args.baseline))
             ran.append(a)
         print(
             f"n={n} {dialect} round {r + 1}: "
@@ -413,7 +556,8 @@ def measure(
             flush=True,
         )
     expected = {a: {n} if a.startswith("bare") else {withheld} for a in arms}
-    counts = {a: {x["count"] for x in results[a]} for a in arms}
+    expected.pop("hookrecon", None)  # (its own question: invoice.paid rows, see the module)
+    counts = {a: {x["count"] for x in results[a]} for a in arms if a != "hookrecon"}
     if counts != expected:
         raise SystemExit(f"arms disagree: {counts} (withheld {withheld})")
     row: dict[str, Any] = {"n": n, "db": dialect}
@@ -421,10 +565,15 @@ def measure(
     # to this machine's speed drifting between rounds.
     for a, b in PAIRS:
         if a in arms and b in arms:
-            for key, suffix in (("seconds", ""), ("process_seconds", " process")):
+            for key, suffix in (
+                ("seconds", ""),
+                ("process_seconds", " process"),
+                ("cpu_seconds", " cpu"),
+            ):
                 ratios = [x[key] / y[key] for x, y in zip(results[a], results[b], strict=True)]
                 row[f"{a}/{b}{suffix}"] = (median(ratios), min(ratios), max(ratios))
     for a in arms:
+        row[f"{a}_cpu"] = median([x["cpu_seconds"] for x in results[a]])
         row[f"{a}_s"] = median([x["seconds"] for x in results[a]])
         row[f"{a}_ps"] = median([x["process_seconds"] for x in results[a]])
         row[f"{a}_mb"] = max(x["maxrss_mb"] for x in results[a])
@@ -433,33 +582,42 @@ def measure(
 
 def report(table: list[dict[str, Any]], arms: tuple[str, ...]) -> None:
     pairs = [
-        f"{a}/{b}{suffix}"
-        for a, b in PAIRS
-        for suffix in ("", " process")
-        if table and f"{a}/{b}{suffix}" in table[0]
+        f"{a}/{b}{suffix}" for a, b in PAIRS for suffix in ("", " process", " cpu") if a in arms
     ]
-    mb_arms = [a for a in arms if a in ("bare_orjson", "reconcile", "baseline", "pandas")]
+    mb_arms = [
+        a
+        for a in arms
+        if a in ("bare_orjson", "checker", "reconcile", "baseline", "pandas", "hookrecon")
+    ]
     print(
         f"\n{'n':>8} {'db':<10} "
-        + " ".join(f"{a + ' s (process)':>22}" for a in arms)
+        + " ".join(f"{a + ' s (process) cpu':>28}" for a in arms)
         + " "
         + " ".join(f"{a + ' MB':>14}" for a in mb_arms)
     )
     for row in table:
+        cells = [
+            f"{row[a + '_s']:.2f} ({row[a + '_ps']:.2f}) {row[a + '_cpu']:.2f}"
+            if a + "_s" in row
+            else "-"
+            for a in arms
+        ]
         print(
             f"{row['n']:>8} {row['db']:<10} "
-            + " ".join(f"{row[a + '_s']:>12.2f} ({row[a + '_ps']:.2f})".rjust(22) for a in arms)
+            + " ".join(cell.rjust(28) for cell in cells)
             + " "
-            + " ".join(f"{row[a + '_mb']:>14.0f}" for a in mb_arms)
+            + " ".join(f"{row.get(a + '_mb', float('nan')):>14.0f}" for a in mb_arms)
         )
         for p in pairs:
-            print(f"{'':>19} {p:<32} {row[p][0]:>6.2f} ({row[p][1]:.2f}-{row[p][2]:.2f})")
+            if p in row:
+                print(f"{'':>19} {p:<32} {row[p][0]:>6.2f} ({row[p][1]:.2f}-{row[p][2]:.2f})")
     print(
-        "s: in-process seconds (after imports); process: spawn to exit, start-up included\n"
+        "s: in-process seconds (after imports); process: spawn to exit, start-up included;\n"
+        "cpu: the arm process's user + sys seconds, start-up included\n"
         "pairs: the median (and range) of each round's ratio of the two arms; the floor is\n"
         "bare_orjson (httpx + orjson paging, nothing else); the reconcile arm runs one business check\n"
-        "goals: reconcile/bare_orjson <= 1.3 at 100k (issue 23); reconcile peak RSS < 100 MB at 1M and\n"
-        "<= 1.25x the 10k figure; reconcile/baseline within 1.1 after a restructuring"
+        "goals (issue 38): reconcile/checker <= 1.3 in CPU and wall at 100k on PostgreSQL; reconcile\n"
+        "peak RSS flat from 10k to 1M (<= 1.1x); reconcile/baseline within 1.1 after a restructuring"
     )
 
 
