@@ -165,30 +165,27 @@ class LookUp:
         self._lock = threading.Lock()
 
     def plan(self, page: Page) -> Callable[[], PageFacts]:
-        """A page's look-up, planned in the order the source listed the pages (the objects an
-        earlier page met on a newer record are not asked about again), done by the returned call
-        on any thread."""
+        """A page's look-up, planned in the order the source listed the pages, done by the returned
+        call on any thread. An object an earlier page listed on a newer record is neither read nor
+        asked about again: that page judged it (with its row, or it had none), and the judge
+        does not judge it on an older record (``page_judge``)."""
         settled = judge.settled(page.records, self.cutoff)
-        every: list[dict[str, Record]] = []
-        askable: list[dict[str, Record]] = []
+        newest: list[dict[str, Record]] = []
         for index, check in enumerate(self.checks):
             latest = judge.latest_records(check.check, settled)
-            every.append(latest)
-            askable.append(self.met.without_older(index, latest))
+            newest.append(self.met.without_older(index, latest))
             self.met.remember(index, latest.values())
-        return functools.partial(self._look_up, every, askable)
+        return functools.partial(self._look_up, newest)
 
-    def _look_up(
-        self, every: Sequence[Mapping[str, Record]], askable: Sequence[Mapping[str, Record]]
-    ) -> PageFacts:
+    def _look_up(self, newest: Sequence[Mapping[str, Record]]) -> PageFacts:
         business: list[judge.BusinessFacts] = []
         suspects: dict[judge.ObjectKey, Record] = {}
         with self._connection() as (biz, inbox):
-            for check, latest, ask in zip(self.checks, every, askable, strict=True):
+            for check, latest in zip(self.checks, newest, strict=True):
                 rows = facts(biz, check, sorted(latest))
                 business.append(rows)
-                for key in judge.to_confirm(check.check, ask, rows, self.source):
-                    suspects.setdefault(key, ask[key[1]])
+                for key in judge.to_confirm(check.check, latest, rows, self.source):
+                    suspects.setdefault(key, latest[key[1]])
             stale = newer_in_inbox(inbox, self.source_name, suspects) if suspects else set()
             for conn in {biz, inbox}:
                 if conn.in_transaction():
