@@ -12,19 +12,14 @@ the whole inbox (:class:`.passes.Passes`). Each database has one store type (``s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
-
-from sqlalchemy import Table
+from typing import Any, Protocol
 
 from connectors.base import Record
 from reconciler.reconcile.judge import Finding, InboxFacts
+from reconciler.reconcile.store.passes import Passes, Window
+from reconciler.reconcile.store.scan import Scan
 
-if TYPE_CHECKING:
-    from reconciler.reconcile.store.passes import Passes
-    from reconciler.reconcile.store.scan import Scan
-
-Window = tuple[datetime, "datetime | None"]  # a scan's listed span: oldest, newest (None: open)
+__all__ = ["ScanStore", "Window"]
 
 
 class ScanStore(Protocol):
@@ -52,28 +47,3 @@ class ScanStore(Protocol):
 
     def close(self) -> None:
         """Give the connection back as it was (a dry run: everything rolled back)."""
-
-
-class DialectSql(Protocol):
-    """The database's own SQL in the closing passes."""
-
-    def insert(self, table: Table) -> Any:
-        """An INSERT of this database that takes ``on_conflict_do_update``."""
-
-    def seen_ids(self, *, equal_to: Any = None) -> Any:
-        """The ids the scan saw, unpacked from their pages' JSON arrays (``equal_to``: only the one
-        equal to it, for a correlated EXISTS)."""
-
-    def not_seen(self, *, whole_inbox: bool) -> Any:
-        """The inbox event is not among the ids the scan saw (``whole_inbox``: the window holds
-        the source's whole inbox, which some databases plan differently)."""
-
-    def before_anti_join(self) -> None:
-        """Just before the first statement that joins the seen ids."""
-
-    def settled_by_tally(self, window: Window, seen_rows: int, scope: Any) -> bool:
-        """Whether the scan is known to have listed every inbox event of its window without the
-        anti-join (PostgreSQL keeps a tally of its page lookups)."""
-
-    def whole_inbox(self, window_start: datetime, skew: timedelta) -> bool:
-        """Whether the window holds the source's whole inbox (only SQLite plans by it)."""

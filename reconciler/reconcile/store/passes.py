@@ -17,12 +17,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Row, and_, delete, exists, func, literal, not_, or_, select, true, update
+from sqlalchemy import (
+    Row,
+    Table,
+    and_,
+    delete,
+    exists,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    true,
+    update,
+)
 
 from connectors.base import Listing
-from reconciler.reconcile.store.interface import DialectSql, Window
 from reconciler.reconcile.store.scan import Scan
 from reconciler.storage.models import (
     DISCREPANCIES,
@@ -44,6 +56,34 @@ UNPROCESSED = (EventStatus.PENDING, EventStatus.PROCESSING, EventStatus.FAILED)
 # us is still tolerated when the scan's window is turned into a bound on received_at (indexed).
 CLOCK_SKEW = timedelta(hours=1)
 RESOLUTION_BATCH = 500
+
+
+Window = tuple[datetime, "datetime | None"]  # a scan's listed span: oldest, newest (None: open)
+
+
+class DialectSql(Protocol):
+    """The database's own SQL in the closing passes."""
+
+    def insert(self, table: Table) -> Any:
+        """An INSERT of this database that takes ``on_conflict_do_update``."""
+
+    def seen_ids(self, *, equal_to: Any = None) -> Any:
+        """The ids the scan saw, unpacked from their pages' JSON arrays (``equal_to``: only the one
+        equal to it, for a correlated EXISTS)."""
+
+    def not_seen(self, *, whole_inbox: bool) -> Any:
+        """The inbox event is not among the ids the scan saw (``whole_inbox``: the window holds
+        the source's whole inbox, which some databases plan differently)."""
+
+    def before_anti_join(self) -> None:
+        """Just before the first statement that joins the seen ids."""
+
+    def settled_by_tally(self, window: Window, seen_rows: int, scope: Any) -> bool:
+        """Whether the scan is known to have listed every inbox event of its window without the
+        anti-join (PostgreSQL keeps a tally of its page lookups)."""
+
+    def whole_inbox(self, window_start: datetime, skew: timedelta) -> bool:
+        """Whether the window holds the source's whole inbox (only SQLite plans by it)."""
 
 
 def listed_scope(listing: Listing) -> Any:

@@ -53,8 +53,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from connectors.base import Record
 from reconciler.cursors import cursor_upsert
 from reconciler.reconcile.judge import Finding, InboxFacts
-from reconciler.reconcile.store.interface import Window
-from reconciler.reconcile.store.passes import CLOCK_SKEW, Passes, in_window
+from reconciler.reconcile.store.passes import CLOCK_SKEW, Passes, Window, in_window
 from reconciler.reconcile.store.rows import chunks, epochs, finding_rows, page_span
 from reconciler.reconcile.store.scan import Scan
 from reconciler.storage.models import (

@@ -21,8 +21,7 @@ from connectors.base import Record
 from reconciler.cursors import save_cursor
 from reconciler.errors import ConfigError
 from reconciler.reconcile.judge import Finding, InboxFacts
-from reconciler.reconcile.store.interface import Window
-from reconciler.reconcile.store.passes import Passes
+from reconciler.reconcile.store.passes import Passes, Window
 from reconciler.reconcile.store.rows import chunks, epochs, page_span
 from reconciler.reconcile.store.scan import Scan
 from reconciler.storage.models import INBOX_EVENTS, RECON_RUNS, RECON_SEEN
