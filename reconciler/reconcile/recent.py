@@ -13,9 +13,11 @@ from datetime import datetime
 
 from connectors.base import Record
 
-# Objects a scan remembers (about 100 bytes each): an object's events lie close together in time,
-# so the pages that list its older ones come soon after.
-REMEMBERED = 50_000
+# Objects a scan remembers, per memory (about 200 bytes each; a run keeps two, the look-up's and
+# the judge's): an object's events lie close together in time, so the pages that list its older
+# ones come soon after. One forgotten costs a business read and at most one request again, never a
+# verdict: the look-up, which remembers every object the judge does and more, forgets it first.
+REMEMBERED = 20_000
 
 
 class NewestMet:
@@ -36,11 +38,16 @@ class NewestMet:
         return out
 
     def remember(self, check: int, records: Iterable[Record]) -> None:
+        """These records met; an older record than the one remembered changes nothing, not even
+        how recently its object was met (so the look-up's memory never outlasts the judge's for
+        an object it judged: see REMEMBERED)."""
         for record in records:
             if record.occurred_at is None or record.object_id is None:
                 continue
             key = (check, record.object_type or "", record.object_id)
-            at = self._at.pop(key, None)
-            self._at[key] = record.occurred_at if at is None else max(at, record.occurred_at)
+            at = self._at.get(key)
+            if at is None or record.occurred_at > at:
+                self._at.pop(key, None)
+                self._at[key] = record.occurred_at
         while len(self._at) > self.remembered:
             self._at.popitem(last=False)

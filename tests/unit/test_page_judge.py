@@ -104,3 +104,16 @@ def test_an_object_stale_on_one_page_is_not_judged_on_an_older_record_later() ->
     assert page_judge([event("evt_2", "in_1", "open", 10)], InboxFacts(), facts) == []
     older = [event("evt_1", "in_1", "draft", 20)]
     assert page_judge(older, InboxFacts(), PageFacts((rows(in_1="paid"),))) == []
+
+
+def test_an_older_record_does_not_make_its_object_recently_met() -> None:
+    """The look-up meets every listed object, the judge only those it judges: were an older record
+    to refresh an object in the look-up's memory, the judge could forget the object first and judge
+    an older record on rows the look-up never read."""
+    met = NewestMet(remembered=2)
+    met.remember(0, [event("evt_2", "in_1", "paid", 10)])
+    met.remember(0, [event("evt_3", "in_2", "paid", 10)])
+    met.remember(0, [event("evt_1", "in_1", "open", 20)])  # older: in_1 stays the oldest met
+    met.remember(0, [event("evt_4", "in_3", "paid", 10)])
+    older = {o: event(f"old_{o}", o, "open", 30) for o in ("in_1", "in_2", "in_3")}
+    assert set(met.without_older(0, older)) == {"in_1"}  # forgotten first
