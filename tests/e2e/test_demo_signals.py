@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from rich.console import Console
 import reconciler.dashboard_process as dashboard_process
-from reconciler.demo import run
+from reconciler.demo import serving
 
 pid_file = Path(sys.argv[1])
 # the dashboard's place taken by a child that only waits, and writes its pid
@@ -27,7 +27,7 @@ dashboard_process.streamlit_argv = lambda host, port, secrets: [
     sys.executable, "-c",
     f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)",
 ]
-run._dashboard_until_interrupted(Console(), Path("config.toml"), 8599)
+serving.dashboard_until_interrupted(Console(), Path("config.toml"), 8599)
 """
 
 
