@@ -22,6 +22,11 @@ retry runs the request again. A request whose process died leaves its key in pro
 lease (renewed while the app runs) runs out; then a retry may take it over. Keys are forgotten after
 ``retention`` (7 days: the longest provider retry window plus margin) and ``hookledger prune``
 deletes them. Errors are RFC 9457 problem details (``application/problem+json``).
+
+An app that writes its effect through ``idempotent_transaction(request)`` (``transaction``) has it
+committed in the transaction that stores the response: a crash leaves both or neither. Writes through
+the app's own engine commit before the response is stored, so a crash in between lets a retry run
+the app again once the lease has run out (at-least-once).
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ import asyncio
 import contextlib
 import hashlib
 import inspect
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -45,6 +49,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from connectors.retry import transient_status
 from reconciler.idempotency import store
+from reconciler.idempotency.asgi import (
+    Capture,
+    HeldResponse,
+    answer,
+    header_value,
+    problem,
+    read_body,
+    replaying,
+)
 from reconciler.idempotency.keys import (
     NO_POLICY,
     RoutePolicy,
@@ -53,6 +66,7 @@ from reconciler.idempotency.keys import (
     parse_key,
     policy_for,
 )
+from reconciler.idempotency.transaction import SCOPE_KEY, IdempotentTransaction
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -66,7 +80,6 @@ NOT_STORED = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "content-length", "date", "server"}
 )
 MAX_OWNER = 255
-PROBLEM = "https://hookledger.dev/problems/idempotency-key"
 
 
 def default_owner(request: Request) -> str:
@@ -79,14 +92,6 @@ def default_owner(request: Request) -> str:
     if auth:
         return "authorization:" + hashlib.sha256(auth.encode()).hexdigest()
     return "anonymous"
-
-
-def problem(
-    status: int, title: str, detail: str, **extra: Any
-) -> tuple[int, bytes, list[tuple[str, str]]]:
-    """An RFC 9457 problem details answer: status, body, headers."""
-    body = {"type": PROBLEM, "title": title, "status": status, "detail": detail, **extra}
-    return status, json.dumps(body).encode(), [("content-type", "application/problem+json")]
 
 
 class IdempotencyMiddleware:
@@ -135,14 +140,17 @@ class IdempotencyMiddleware:
         self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in self.methods:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if scope["method"] not in self.methods:
+            await self._plain(scope, receive, send)
             return
         policy = policy_for(self.policies, self.default_policy, scope["method"], scope["path"])
         raw = [v for k, v in scope["headers"] if k == self.header]
         if not raw:
             if policy.required:
-                await _answer(
+                await answer(
                     send,
                     *problem(
                         400,
@@ -152,11 +160,11 @@ class IdempotencyMiddleware:
                     ),
                 )
                 return
-            await self.app(scope, receive, send)
+            await self._plain(scope, receive, send)
             return
         key = parse_key(raw)
         if key is None:
-            await _answer(
+            await answer(
                 send,
                 *problem(
                     400,
@@ -166,9 +174,9 @@ class IdempotencyMiddleware:
                 ),
             )
             return
-        body = await _read_body(receive, self.max_body)
+        body = await read_body(receive, self.max_body)
         if body is None:
-            await _answer(
+            await answer(
                 send,
                 *problem(
                     413,
@@ -189,7 +197,7 @@ class IdempotencyMiddleware:
                 scope.get("query_string", b""),
                 body
                 if policy.fingerprint == "bytes"
-                else canonical_body(body, _header(scope, b"content-type")),
+                else canonical_body(body, header_value(scope, b"content-type")),
             ),
             method=scope["method"],
             path=scope["path"][:2048],
@@ -201,7 +209,7 @@ class IdempotencyMiddleware:
         elif found.decision is store.Decision.REPLAY and found.response is not None:
             r = found.response
             headers = [*r.headers, ("idempotent-replayed", "true")]
-            await _answer(send, r.status, r.body, headers)
+            await answer(send, r.status, r.body, headers)
         elif found.decision is store.Decision.MISMATCH:
             log.warning(
                 "idempotency key %r reused for %s %s; it was first used for %s %s with other "
@@ -213,7 +221,7 @@ class IdempotencyMiddleware:
                 found.stored_path,
                 hashlib.sha256(attempt.owner.encode()).hexdigest()[:12],
             )
-            await _answer(
+            await answer(
                 send,
                 *problem(
                     422,
@@ -225,7 +233,7 @@ class IdempotencyMiddleware:
                 ),
             )
         else:
-            await _answer(
+            await answer(
                 send,
                 *problem(
                     409,
@@ -256,29 +264,52 @@ class IdempotencyMiddleware:
         """A database call on a worker thread: the event loop never waits on the database."""
         return await anyio.to_thread.run_sync(fn, *args)
 
+    async def _plain(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request without a key: the app's transaction, if it asks for one, is settled when
+        its response starts (nothing is kept for a retry)."""
+        tx = IdempotentTransaction(self.engine, None)
+        scope[SCOPE_KEY] = tx
+
+        async def settling_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                await _settle_unkept(tx, int(message["status"]))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, settling_send)
+        finally:
+            await tx.rollback()  # the app raised, or answered nothing: its writes are not kept
+
     async def _run(
         self, scope: Scope, receive: Receive, send: Send, attempt: store.Attempt, body: bytes
     ) -> None:
-        captured = _Capture(send, self.max_response)
+        tx = IdempotentTransaction(self.engine, attempt.key)
+        scope[SCOPE_KEY] = tx
+        captured = Capture(send, self.max_response, lambda status: _settle_unkept(tx, status))
         renewal = asyncio.create_task(self._renew(attempt))
         try:
-            await self.app(scope, _replaying(body, receive), captured.send)
-        except BaseException:
-            await self._release(attempt)
-            raise
+            try:
+                await self.app(scope, replaying(body, receive), captured.send)
+            except BaseException:
+                await tx.rollback()  # before the release: a retry must not find the writes
+                await self._release(attempt)
+                raise
+            if tx.pending:
+                # Settled before the renewal is awaited: a renewal may be blocked on a lock this
+                # transaction holds (SQLite's write lock) until it ends.
+                renewal.cancel()
+                await self._settle(tx, attempt, captured, send)
+                return
         finally:
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewal
+        await tx.rollback()  # nothing was begun: a late use of the transaction now raises
         response = captured.response()
         if response is None or captured.passed_through or transient_status(response.status):
             await self._release(attempt)  # nothing to keep: a retry runs the request again
         else:
-            kept = store.StoredResponse(
-                response.status,
-                [(k, v) for k, v in response.headers if self._keeps(k)],
-                response.body,
-            )
+            kept = self._kept(response)
             try:
                 stored = await self._db(self._complete, attempt, kept)
             except SQLAlchemyError:
@@ -291,6 +322,64 @@ class IdempotencyMiddleware:
                     attempt.key,
                 )
         await captured.flush()
+
+    async def _settle(
+        self, tx: IdempotentTransaction, attempt: store.Attempt, captured: Capture, send: Send
+    ) -> None:
+        """The app wrote through ``tx``: its writes and the key's completion commit together."""
+        response = captured.response()
+        if response is None or transient_status(response.status):
+            await tx.rollback()
+            await self._release(attempt)
+            await captured.flush()
+            return
+        kept = self._kept(response)
+        try:
+            stored = await tx.commit(
+                lambda conn: store.complete(conn, attempt, kept, now=self.clock())
+            )
+        except SQLAlchemyError:
+            # rolled back, or (a COMMIT without an answer) perhaps committed: the release only
+            # deletes a key still in progress under this request's lease, so a retry with the key
+            # replays the response or runs the request once
+            log.exception("idempotency key %r: the response could not be stored", attempt.key)
+            await self._release(attempt)
+            await answer(
+                send,
+                *problem(
+                    503,
+                    "Response not stored",
+                    f"the request with {self.header_name} {attempt.key!r} could not be recorded; "
+                    "retry with the same key",
+                    key=attempt.key,
+                ),
+            )
+            return
+        if not stored:
+            log.warning(
+                "idempotency key %r: the lease ran out while the request ran and another request "
+                "took the key over; this request's writes were rolled back",
+                attempt.key,
+            )
+            await answer(
+                send,
+                *problem(
+                    409,
+                    "Request in progress",
+                    f"a request with {self.header_name} {attempt.key!r} is being processed by "
+                    "another attempt; retry later with the same key",
+                    key=attempt.key,
+                ),
+            )
+            return
+        await captured.flush()
+
+    def _kept(self, response: HeldResponse) -> store.StoredResponse:
+        return store.StoredResponse(
+            response.status,
+            [(k, v) for k, v in response.headers if self._keeps(k)],
+            response.body,
+        )
 
     def _keeps(self, name: str) -> bool:
         lower = name.lower()
@@ -330,93 +419,9 @@ class IdempotencyMiddleware:
                 log.warning("idempotency key %r: the lease could not be renewed", attempt.key)
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
-
-
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
-    """The whole request body, or None when it is over ``limit``."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break  # the client went away: the app sees an empty body and a disconnect
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
-
-
-class _Response:
-    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
-        self.status, self.headers, self.body = status, headers, body
-
-
-class _Capture:
-    """Holds the app's response back until it is stored; one larger than ``limit`` is passed
-    through as it comes (and not kept)."""
-
-    def __init__(self, send: Send, limit: int) -> None:
-        self._send = send
-        self._limit = limit
-        self._start: Message | None = None
-        self._chunks: list[bytes] = []
-        self._size = 0
-        self._held: list[Message] = []
-        self.passed_through = False
-
-    async def send(self, message: Message) -> None:
-        if self.passed_through:
-            await self._send(message)
-            return
-        self._held.append(message)
-        if message["type"] == "http.response.start":
-            self._start = message
-        elif message["type"] == "http.response.body":
-            chunk = message.get("body", b"")
-            self._chunks.append(chunk)
-            self._size += len(chunk)
-            if self._size > self._limit:
-                self.passed_through = True
-                await self.flush()
-
-    def response(self) -> _Response | None:
-        if self._start is None:
-            return None
-        headers = [
-            (k.decode("latin-1"), v.decode("latin-1")) for k, v in self._start.get("headers", [])
-        ]
-        return _Response(int(self._start["status"]), headers, b"".join(self._chunks))
-
-    async def flush(self) -> None:
-        held, self._held = self._held, []
-        for message in held:
-            await self._send(message)
-
-
-async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[str, str]]) -> None:
-    out = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    out.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": out})
-    await send({"type": "http.response.body", "body": body})
+async def _settle_unkept(tx: IdempotentTransaction, status: int) -> None:
+    """The transaction of a response that is not kept, as the response starts."""
+    if transient_status(status):
+        await tx.rollback()
+    else:
+        await tx.commit()
