@@ -10,7 +10,8 @@
     ├── RejectedDelivery       an inbound webhook is refused (carries the HTTP status and a reason)
     └── HandlerError           raised by event handlers to classify a failure
         ├── TransientError     retry later with backoff (timeouts, 429, 5xx, locks)
-        │   └── AmbiguousError sent, no answer: it may have taken effect (``verify`` asked first)
+        │   ├── AmbiguousError sent, no answer: it may have taken effect (``verify`` asked first)
+        │   └── HandlerTimeout the attempt ran past handler_timeout_seconds and was abandoned
         └── PermanentError     retrying cannot help: dead-letter at once (validation, other 4xx)
 
 The docstring of each class is its default message. The root, ``ConfigError`` and
@@ -56,6 +57,11 @@ class TransientError(HandlerError):
 class AmbiguousError(TransientError):
     """The request was sent and no answer came: it may or may not have taken effect. Before the
     event is retried the worker asks the handler's ``verify`` function, if it has one."""
+
+
+class HandlerTimeout(TransientError):
+    """handler_timeout: the attempt ran past [worker] handler_timeout_seconds and was abandoned
+    (its process killed, its transactions rolled back)."""
 
 
 class PermanentError(HandlerError):

@@ -37,6 +37,9 @@ class ErrorClass(enum.StrEnum):
     # the request may or may not have taken effect (sent, no answer): ask the handler's verify
     # function before running it again
     AMBIGUOUS = "ambiguous"
+    # dead because its attempts never came back ([worker] max_hangs): timed out, or the worker
+    # running it died, so often that it would take the workers in turn
+    HUNG = "hung"
 
 
 class OutboxStatus(enum.StrEnum):

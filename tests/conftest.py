@@ -26,7 +26,7 @@ from reconciler.storage.migrate import upgrade
 from reconciler.storage.models import Base
 from reconciler.storage.testing import scratch_postgres_schema
 
-pytest_plugins = ["tests.scenario"]  # the shared reconciliation scenario fixture
+pytest_plugins = ["tests.scenario", "tests.business_databases"]  # shared fixtures
 
 # Public example payloads and signature vectors, copied from shared/fixtures/providers (their sources
 # and licences are in tests/fixtures/providers/README.md) so that a plain clone's tests pass anywhere.

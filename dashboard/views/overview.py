@@ -84,7 +84,7 @@ def body() -> None:
             if k.attempts:
                 shares = " · ".join(
                     f"{cls} {k.failure_share(cls):.1%}"
-                    for cls in ("transient", "ambiguous", "permanent")
+                    for cls in ("transient", "ambiguous", "permanent", "hung")
                 )
                 st.markdown(
                     f"Failed attempts by class (share of {k.attempts:,} attempts): {shares}"
@@ -93,12 +93,19 @@ def body() -> None:
             waiting = sum(k.waiting_for_a_person.values())
             if waiting:
                 ambiguous = k.waiting_for_a_person.get("ambiguous", 0)
+                hung = k.waiting_for_a_person.get("hung", 0)
                 verb = "waits" if waiting == 1 else "wait"
                 st.markdown(
                     f":red[**{count(waiting, 'event')} {verb} for a person**] (dead letters"
                     + (
                         f"; {ambiguous:,} ambiguous: check whether their effect happened"
                         if ambiguous
+                        else ""
+                    )
+                    + (
+                        f"; {hung:,} hung: their handler timed out or killed its worker "
+                        "max_hangs times"
+                        if hung
                         else ""
                     )
                     + ")"

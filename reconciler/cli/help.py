@@ -58,13 +58,20 @@ COMMANDS: dict[str, Help] = {
     ),
     "worker": Help(
         "Apply stored events with the registered handlers (or forward them), retrying with backoff "
-        "and dead-lettering after [worker] max_attempts.",
+        "and dead-lettering after [worker] max_attempts. Each worker is a process of its own: an "
+        "attempt past [worker] handler_timeout_seconds is abandoned (its process killed, the event "
+        "retried, dead as hung after [worker] max_hangs), and SIGTERM stops the command within "
+        "[worker] shutdown_grace_seconds.",
         (
             "hookledger worker",
             "hookledger worker --concurrency 4",
             "hookledger worker --once --publish",
         ),
-        ("0   --once: what was due is done; else stopped by SIGTERM or Ctrl-C", ERROR),
+        (
+            "0   --once: what was due is done; else stopped by SIGTERM or Ctrl-C",
+            "2   error: bad configuration or option, database not initialised or unreachable, or "
+            "(--once) a worker process that died outside any attempt (one line)",
+        ),
     ),
     "publish": Help(
         "Send the outbox's due messages to their targets, signed, with their Idempotency-Key.",

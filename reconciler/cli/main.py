@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("worker", parents=[parent], help="apply stored events")
     p.add_argument("--once", action="store_true", help="process what is due, then exit")
-    p.add_argument("--concurrency", type=int, help="worker threads (default: [worker] concurrency)")
+    p.add_argument(
+        "--concurrency", type=int, help="worker processes (default: [worker] concurrency)"
+    )
     p.add_argument(
         "--publish",
         action="store_true",
@@ -172,6 +174,19 @@ def cmd_init(args: argparse.Namespace) -> int:
     with Command(args, require_schema=False) as cmd:
         upgrade(cmd.engine)
         print(f"database ready at revision {current_revision(cmd.engine)}: {cmd.engine.url!r}")
+        if cmd.settings.business.url:
+            from reconciler.inbox.applied import ensure_applied_table
+            from reconciler.storage.engine import make_engine, masked_url
+
+            business = make_engine(cmd.settings.business.url)
+            try:
+                ensure_applied_table(business)
+            finally:
+                business.dispose()
+            print(
+                f"business database ready (hookledger_applied): "
+                f"{masked_url(cmd.settings.business.url)}"
+            )
     return EXIT_OK
 
 
@@ -206,10 +221,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from reconciler.inbox.handlers import load_handler_modules
-    from reconciler.inbox.worker import Worker
+    from reconciler.inbox.supervisor import Supervisor
 
     with Command(args) as cmd:
         settings = cmd.settings
+        # imported here too, so that a module that fails is one line and exit 2 before any process
         load_handler_modules(settings.worker.handlers)
         concurrency = settings.worker.concurrency if args.concurrency is None else args.concurrency
         if concurrency < 1:
@@ -223,8 +239,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
             )
             metrics = WorkerMetrics()
             metrics.serve(settings.worker.metrics_host, settings.worker.metrics_port)
-        workers = [Worker(cmd.engine, settings, metrics=metrics) for _ in range(concurrency)]
-        phases: list[list[Any]] = [workers]
+        cmd.check_database()
+        supervisor = Supervisor(cmd.engine, settings, concurrency, metrics=metrics)
+        phases: list[list[Any]] = [[supervisor]]
         if args.publish:
             from reconciler.cli.outbox_cmds import publishers_for
 
@@ -234,9 +251,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
         finally:
             for loop in (loop for phase in phases for loop in phase):
                 loop.close()
-    print(f"claimed {sum(w.stats.claimed for w in workers)}: {summarise(workers)}")
+    print(f"claimed {supervisor.stats.claimed}: {summarise([supervisor])}")
     if args.publish:
         print(f"outbox: claimed {sum(p.stats.claimed for p in phases[1])}: {summarise(phases[1])}")
+    if args.once and supervisor.failures:
+        raise HookledgerError(
+            f"{supervisor.failures} worker process(es) exited outside any attempt (see the log)"
+        )
     return EXIT_OK
 
 

@@ -51,6 +51,13 @@ class WorkerSettings(_Table):
     backoff_base_seconds: float = Field(default=2.0, gt=0)
     backoff_max_seconds: float = Field(default=3600.0, gt=0)
     lease_seconds: float = Field(default=60.0, gt=0)
+    # an attempt running longer is abandoned: its process killed, its transaction rolled back, the
+    # event failed as transient (handler_timeout) and retried
+    handler_timeout_seconds: float = Field(default=120.0, gt=0)
+    # attempts of one event that timed out or lost their worker before it is dead with class hung
+    max_hangs: int = Field(default=3, ge=1)
+    # SIGTERM: how long running attempts may take to finish before their processes are killed
+    shutdown_grace_seconds: float = Field(default=10.0, ge=0)
     batch_size: int = Field(default=100, ge=1, le=10_000)
     poll_interval_seconds: float = Field(default=1.0, gt=0)
     concurrency: int = Field(default=1, ge=1, le=64)

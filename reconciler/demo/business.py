@@ -1,8 +1,9 @@
 """The demo application's own database: the business tables its webhook handlers keep.
 
 A separate SQLite file from hookledger's inbox (``[business] url``), as an application's database is:
-the handlers commit there in their own transactions, which is what lets the demo's one
-non-idempotent path (a ledger credit appended before a step that fails transiently) apply twice.
+each attempt's writes commit there with the event's applied mark (``hookledger_applied``), so the
+demo's one non-idempotent path (a ledger credit appended before a step that may fail) credits once
+per event, and twice only when the event is replayed (as the drill shows).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ ledger = Table(  # credits for paid invoices: one per invoice is right, two is a
     Column("amount", BigInteger, nullable=False),
     Column("event_id", String(64), nullable=False),
     Column("correlation_id", String(64)),
+)
+fulfilments = Table(  # the (pretend) fulfilment service's record of the calls it took
+    "demo_fulfilments",
+    metadata,
+    Column("event_id", String(64), primary_key=True),
 )
 orders = Table(
     "demo_orders",

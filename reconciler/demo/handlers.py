@@ -9,12 +9,14 @@ absolute state, "only if newer". Two things are deliberately wrong, as in real a
 both are listed in the demo's ``faults.json`` (the ground truth):
 
 - events listed under ``transient`` fail once with a transient error, then succeed on the retry;
-  for ``invoice.paid`` the ledger credit is appended *before* that failing step and outside any
-  guard, so those invoices are credited twice (the duplicate the reconciler must find);
+  for ``invoice.paid`` the ledger credit is appended *before* that failing step, not idempotent:
+  the failure rolls it back with the attempt (the credit commits with the event's applied mark),
+  so a retry credits once, while a replay (the drill's) credits again;
 - events listed under ``permanent`` fail for good and are dead-lettered;
-- Shopify events listed under ``ambiguous`` write their order and then get no answer from the
-  (pretend) fulfilment call: an ambiguous failure, and the retry's ``verify`` finds the order written,
-  so the event is processed without running the handler again.
+- Shopify events listed under ``ambiguous`` get no answer from the (pretend) fulfilment call, which
+  took effect: an ambiguous failure; the retry's ``verify`` asks the fulfilment service, finds the
+  call taken, writes the order row (the failed attempt's writes rolled back with it) and the event is
+  processed without running the handler again.
 
 Each paid invoice's receipt goes through the outbox (``event.outbox.add("mailer", ...)``) to the
 demo's stand-in mailer (``reconciler.demo.mailer``): exactly one per invoice, retries and all.
@@ -31,7 +33,15 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from reconciler.demo.business import github_items, invoices, ledger, orders, slack_activity, sms
+from reconciler.demo.business import (
+    fulfilments,
+    github_items,
+    invoices,
+    ledger,
+    orders,
+    slack_activity,
+    sms,
+)
 from reconciler.errors import AmbiguousError, ConfigError, PermanentError, TransientError
 from reconciler.inbox.handlers import Event, HandlerRegistry, Verdict, upsert_if_newer
 from reconciler.storage.dialect import insert_for
@@ -112,8 +122,10 @@ def stripe_event(event: Event, conn: Connection) -> None:
             version="version",
         )
     if event.event_type == "invoice.paid":
-        # The non-idempotent path: the credit is appended and committed, then the receipt step
-        # may fail; the retry appends it again. (Fix: insert-if-new keyed by the invoice.)
+        # Not idempotent on purpose: the credit is appended, then the receipt step may fail. The
+        # failure rolls the credit back with the attempt (it commits with the event's applied
+        # mark), so a retry credits once; a replay, which applies the event again, credits twice
+        # (the drill shows it; the fix: insert-if-new keyed by the invoice).
         with event.business.begin() as biz:
             biz.execute(
                 insert(ledger).values(
@@ -142,6 +154,13 @@ def receipt(invoice: dict[str, Any]) -> dict[str, Any]:
 def shopify_order(event: Event, conn: Connection) -> None:
     _outage(event)
     _planted(event)
+    if event.event_id in _faults()[2] and event.attempt <= 1:
+        _fulfil(event)
+        raise AmbiguousError("demo: the fulfilment call was sent and got no answer")
+    _store_order(event)
+
+
+def _store_order(event: Event) -> None:
     order: dict[str, Any] = event.payload
     # the order's updated_at is its version (ISO-8601 UTC strings compare in time order)
     with event.business.begin() as biz:
@@ -159,20 +178,29 @@ def shopify_order(event: Event, conn: Connection) -> None:
             key=["order_id"],
             version="updated_at",
         )
-    if event.event_id in _faults()[2] and event.attempt <= 1:
-        raise AmbiguousError("demo: the fulfilment call was sent and got no answer")
 
 
-def order_written(event: Event, conn: Connection) -> Verdict:
-    """Shopify's verify: did the earlier attempt write this version of the order?"""
-    order: dict[str, Any] = event.payload
+def _fulfil(event: Event) -> None:
+    """The (pretend) fulfilment service takes the call: its effect is another system's, committed
+    whatever becomes of the attempt (here a table of the business database, written apart)."""
+    with event.business.engine.begin() as service:
+        service.execute(
+            insert_for(service, fulfilments).on_conflict_do_nothing(), {"event_id": event.event_id}
+        )
+
+
+def order_fulfilled(event: Event, conn: Connection) -> Verdict:
+    """Shopify's verify: did the fulfilment service take the earlier attempt's call? Then the event
+    is done: the order row, which the failed attempt rolled back with it, is written here, in the
+    transaction that marks the event processed."""
     with event.business.connect() as biz:
-        stored = biz.execute(
-            select(orders.c.updated_at).where(orders.c.order_id == str(order["id"]))
-        ).scalar()
-    if stored is None:
+        taken = biz.execute(
+            select(fulfilments.c.event_id).where(fulfilments.c.event_id == event.event_id)
+        ).first()
+    if taken is None:
         return Verdict.NOT_DONE
-    return Verdict.DONE if str(stored) >= str(order["updated_at"]) else Verdict.NOT_DONE
+    _store_order(event)
+    return Verdict.DONE
 
 
 def github_activity(event: Event, conn: Connection) -> None:
@@ -234,7 +262,7 @@ def slack_event(event: Event, conn: Connection) -> None:
 def register(registry: HandlerRegistry) -> HandlerRegistry:
     """The demo's handlers on ``registry`` (every type of each demo source)."""
     registry.register("stripe", "*", stripe_event)
-    registry.register("shopify", "*", shopify_order, verify=order_written)
+    registry.register("shopify", "*", shopify_order, verify=order_fulfilled)
     registry.register("github", "*", github_activity)
     registry.register("twilio", "*", twilio_status)
     registry.register("slack", "*", slack_event)

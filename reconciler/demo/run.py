@@ -6,8 +6,8 @@
 2. the sandbox provider, the receiver and a worker, in threads on 127.0.0.1;
 3. a day of Stripe, GitHub and Shopify traffic, signed, through the real receiver, with drops,
    duplicates, reordering and delays; handler failures (transient that recover, permanent that
-   dead-letter, one non-idempotent path that credits twice); business rows changed behind the tool's
-   back; a receipt per paid invoice through the outbox to a stand-in mailer that fails now and then;
+   dead-letter, one non-idempotent ledger credit that a failed attempt rolls back); business rows
+   changed behind the tool's back (a few ledger credits doubled by the application itself); a receipt per paid invoice through the outbox to a stand-in mailer that fails now and then;
 4. a reconciliation of every source, compared with the ground truth (``truth.json``), and the
    mailer's receipts: exactly one per paid invoice, by key;
 5. the dashboard, until Ctrl-C (``--no-dashboard`` stops after the summary).
@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from sqlalchemy import Engine, delete, update
+from sqlalchemy import Engine, delete, insert, select, update
 from starlette.applications import Starlette
 
 from connectors.sandbox.app import Sandbox
@@ -48,7 +48,7 @@ from connectors.sandbox.sender import (
 from connectors.sandbox.world import World, build_world
 from reconciler.config import Settings, load_config
 from reconciler.demo import handlers, report, serving, truth, waits
-from reconciler.demo.business import invoices, metadata, orders
+from reconciler.demo.business import invoices, ledger, metadata, orders
 from reconciler.demo.day import SLOT, Day, SteppedClock, arrival_times, day_ending
 from reconciler.demo.mailer import Mailer
 from reconciler.demo.ops_channel import OpsChannel
@@ -199,7 +199,7 @@ def _drill(
         f"drill: {result.events} Stripe events delivered {result.deliveries} times, shuffled, "
         f"against a scratch copy of the business tables: "
         + (", ".join(f"{k} {n}" for k, n in sorted(found.items())) or "equal")
-        + " (the ledger credit is not idempotent: each paid invoice credited twice)"
+        + " (the ledger credit is not idempotent: each paid invoice, replayed, credited twice)"
     )
     return [
         f"drill {kind}: expected {expected.get(kind, 0)}, found {found.get(kind, 0)}"
@@ -228,6 +228,20 @@ def _tamper(business: Engine, tampering: truth.Tampering) -> None:
             )
         if tampering.order_deleted:
             conn.execute(delete(orders).where(orders.c.order_id.in_(tampering.order_deleted)))
+        for invoice in tampering.ledger_doubled:
+            conn.execute(
+                insert(ledger).from_select(
+                    ["stripe_invoice_id", "amount", "event_id", "correlation_id"],
+                    select(
+                        ledger.c.stripe_invoice_id,
+                        ledger.c.amount,
+                        ledger.c.event_id,
+                        ledger.c.correlation_id,
+                    )
+                    .where(ledger.c.stripe_invoice_id == invoice)
+                    .limit(1),
+                )
+            )
 
 
 def run_demo(opts: DemoOptions) -> DemoResult:

@@ -20,7 +20,7 @@ KINDS = tuple(kind.value for kind in DiscrepancyKind)
 
 @dataclass(frozen=True)
 class HandlerFaults:
-    transient: list[str]  # fail once, then succeed (invoice.paid among them: credited twice)
+    transient: list[str]  # fail once, then succeed (the failed attempt's writes roll back)
     permanent: list[str]  # dead-lettered
     # Shopify orders written, then "the fulfilment call got no answer": the retry's verify finds
     # the order written and settles the event without running the handler again
@@ -35,6 +35,9 @@ class Tampering:
     invoice_deleted: list[str] = field(default_factory=list)
     order_status: list[str] = field(default_factory=list)  # financial_status set to "voided"
     order_deleted: list[str] = field(default_factory=list)
+    # a second ledger credit written by the application's own code, outside any handler's
+    # transaction (no applied mark guards it): what the reconciler's duplicate check is for
+    ledger_doubled: list[str] = field(default_factory=list)
 
 
 def _received(report: Report) -> list[str]:
@@ -127,9 +130,17 @@ def choose_tampering(
         rng.shuffle(received_orders)
     n_inv = max(1, len(complete) // 40)
     n_ord = max(1, len(received_orders) // 40)
+    n_del = max(1, n_inv // 2)
+    paid = {
+        inv
+        for inv, events in _invoice_events(world).items()
+        if any(e["type"] == "invoice.paid" for e in events)
+    }
+    credited = [inv for inv in complete[n_inv + n_del :] if inv in paid]
     return Tampering(
         invoice_status=sorted(complete[:n_inv]),
-        invoice_deleted=sorted(complete[n_inv : n_inv + max(1, n_inv // 2)]),
+        invoice_deleted=sorted(complete[n_inv : n_inv + n_del]),
+        ledger_doubled=sorted(credited[: max(3, n_inv)]),
         order_status=sorted(received_orders[:n_ord]),
         order_deleted=sorted(received_orders[n_ord : n_ord + max(1, n_ord // 2)]),
     )
@@ -182,16 +193,10 @@ def expected_counts(
             truth = world.stripe_objects[("invoice", inv)]
             add("stripe", "diverged", sum(local[f] != truth[f] for f in ("status", "amount_paid")))
         add("stripe", "unapplied", len(deleted))
-        paid_twice = {e for e in faults.transient if e not in dropped}
-        add(
-            "stripe",
-            "duplicate",
-            sum(
-                1
-                for e in world.stripe_events
-                if e["type"] == "invoice.paid" and e["id"] in paid_twice
-            ),
-        )
+        # A transient fault after the ledger credit no longer credits twice (the failed attempt's
+        # writes roll back with it: docs/handlers.md, "Applied once"); the credits the
+        # application doubled itself are the duplicates
+        add("stripe", "duplicate", len(tampering.ledger_doubled))
     if conflict is not None:
         add("stripe", "conflict")  # one field: amount_paid
     if "shopify" in reports:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, case, select, update
 
 from reconciler.inbox.handlers import Event
 from reconciler.storage.dialect import skips_locked_rows
@@ -34,6 +34,8 @@ def event_of(r: Any) -> Event:
         correlation_id=r.correlation_id,
         origin=str(r.origin),
         error_class=str(r.error_class) if r.error_class else None,
+        replay=r.replays,
+        hangs=r.hangs,
     )
 
 
@@ -66,7 +68,9 @@ def claim_due(
     limit: int,
     worker_id: str,
 ) -> list[Event]:
-    """Up to ``limit`` events of this status that are due, leased to ``worker_id``, in id order."""
+    """Up to ``limit`` events of this status that are due, leased to ``worker_id``, in id order.
+    An event claimed from ``processing`` had its lease run out: its attempt never came back (the
+    worker died, or hung with no supervisor left to abandon it), counted in ``hangs``."""
     due = (
         select(EVENTS.c.id)
         .where(EVENTS.c.status == status, EVENTS.c.next_attempt_at <= now)
@@ -75,6 +79,8 @@ def claim_due(
     )
     if skips_locked_rows(conn):
         due = due.with_for_update(skip_locked=True)
+    # only an attempt that had started hung: the rest of its batch did not
+    hung = case((EVENTS.c.attempt_started_at.is_not(None), 1), else_=0)
     stmt = (
         update(EVENTS)
         .where(EVENTS.c.id.in_(due.scalar_subquery()))
@@ -83,6 +89,8 @@ def claim_due(
             lease_owner=worker_id,
             lease_expires_at=lease_until,
             next_attempt_at=lease_until,
+            hangs=EVENTS.c.hangs + hung if status is EventStatus.PROCESSING else EVENTS.c.hangs,
+            attempt_started_at=None,
         )
         .returning(
             EVENTS.c.id,
@@ -99,6 +107,8 @@ def claim_due(
             EVENTS.c.correlation_id,
             EVENTS.c.origin,
             EVENTS.c.error_class,
+            EVENTS.c.replays,
+            EVENTS.c.hangs,
         )
     )
     events = [event_of(r) for r in conn.execute(stmt)]
@@ -127,5 +137,6 @@ def release_unstarted(
             lease_expires_at=None,
             next_attempt_at=now,
             attempts=EVENTS.c.attempts - given_back,
+            attempt_started_at=None,
         )
     )

@@ -293,7 +293,7 @@ def apply_later(
     changed = conn.execute(
         update(e)
         .where(e.c.id == current.id, e.c.status == status)
-        .values(body=bodies.later, fingerprint=later_fp, **requeued())
+        .values(body=bodies.later, fingerprint=later_fp, **requeued(new_round=True))
     )
     if changed.rowcount != 1:
         raise ActionRefusedError(f"event '{bodies.event_id}' changed meanwhile; try again")

@@ -2,7 +2,8 @@
 
 A handler receives the :class:`Event` and the SQLAlchemy ``Connection`` of the transaction that also
 marks the event processed, so business rows in the same database commit or roll back with the status
-update. Raise :class:`~reconciler.errors.TransientError` to retry later, :class:`PermanentError` to
+update. ``event.business`` reaches ``[business] url``: its writes commit with the event's applied
+mark (``reconciler.inbox.applied``), so no crash and no second runner applies an event twice. Raise :class:`~reconciler.errors.TransientError` to retry later, :class:`PermanentError` to
 dead-letter, :class:`AmbiguousError` when a call went out and no answer came. Register with the
 decorator in a module listed in ``[worker] handlers``::
 
@@ -35,6 +36,7 @@ from sqlalchemy import Connection, Engine, Table
 
 from connectors.parsing import decode_payload
 from reconciler.errors import ConfigError
+from reconciler.inbox.applied import BusinessSide
 from reconciler.outbox.writer import Outbox
 from reconciler.storage.dialect import insert_for
 
@@ -46,17 +48,33 @@ class Business:
 
         with event.business.begin() as biz:
             upsert_if_newer(biz, invoices, {...}, key=["id"], version="version")
+
+    During an attempt every block is a savepoint of the attempt's one business transaction, which
+    commits with the event's applied mark after the handler returns (``reconciler.inbox.applied``):
+    a crash or a second runner can never apply the event twice. The inbox's own database: that
+    transaction is ``conn``'s.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, side: BusinessSide | None = None) -> None:
         self.engine = engine
+        self._side = side
+
+    def for_attempt(self, side: BusinessSide) -> Business:
+        return Business(self.engine, side)
 
     def begin(self) -> AbstractContextManager[Connection]:
-        """A transaction of its own (committed when the block ends), apart from ``conn``'s."""
-        return self.engine.begin()
+        """A block of the attempt's business transaction (committed with the applied mark once
+        the handler returned; rolled back with the attempt). Outside an attempt: a transaction of
+        its own."""
+        if self._side is None:
+            return self.engine.begin()
+        return self._side.block()
 
     def connect(self) -> AbstractContextManager[Connection]:
-        return self.engine.connect()
+        """As :meth:`begin`: reads see the attempt's own writes."""
+        if self._side is None:
+            return self.engine.connect()
+        return self._side.block()
 
 
 @dataclass(frozen=True)
@@ -77,6 +95,8 @@ class Event:
     correlation_id: str
     origin: str = "webhook"
     error_class: str | None = None  # the previous attempt's failure class, if it failed
+    replay: int = 0  # how many times an operator replayed it (its applied mark is per round)
+    hangs: int = 0  # attempts that never came back (timed out, or their worker died)
     # the business database (set by the worker and the drill)
     business_db: Business | None = field(default=None, compare=False, repr=False)
     # outgoing messages written with the handler's transaction (set by the worker and the drill)

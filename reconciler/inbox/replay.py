@@ -27,17 +27,23 @@ EVENTS = INBOX_EVENTS
 REPLAYABLE = (EventStatus.FAILED, EventStatus.DEAD, EventStatus.PROCESSED, EventStatus.IGNORED)
 
 
-def requeued() -> dict[str, Any]:
+def requeued(*, new_round: bool = False) -> dict[str, Any]:
     """The columns that put an event back to pending as if new: due now (its queue age counts
-    from now), attempts from zero."""
+    from now), attempts and hangs from zero. ``new_round``: the event was applied (processed,
+    ignored) or its body replaced, and the operator wants it applied again: a new replay round,
+    whose applied mark is its own (``inbox.applied``). A failed or dead event stays in its round:
+    its business writes, if an attempt committed them, are not applied twice."""
     now = utcnow()
     return {
+        **({"replays": EVENTS.c.replays + 1} if new_round else {}),
+        "hangs": 0,
         "status": EventStatus.PENDING,
         "attempts": 0,
         "next_attempt_at": now,
         "queued_at": now,
         "lease_owner": None,
         "lease_expires_at": None,
+        "attempt_started_at": None,
         "processed_at": None,
         "error_class": None,
         "last_error": None,
@@ -73,7 +79,8 @@ def replay_event(
         .where(EVENTS.c.id == row.id, EVENTS.c.status == status)
         # The origin stays that of the first receipt: orphan detection reads it, and a forged
         # webhook must stay a webhook after an operator replays it. The audit log has the replay.
-        .values(**requeued())
+        # A new replay round: the handler's applied mark is per round, so it runs again.
+        .values(**requeued(new_round=status in (EventStatus.PROCESSED, EventStatus.IGNORED)))
     )
     if result.rowcount != 1:
         raise ActionRefusedError(f"event '{event_id}' changed while replaying it; try again")

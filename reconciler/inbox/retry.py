@@ -85,17 +85,18 @@ def failure_of(
     now: datetime,
     rng: random.Random,
     force_dead: bool = False,
+    hung: bool = False,
 ) -> Failure:
     """The outcome of attempt ``attempt`` (1-based) that raised ``exc``: permanent errors and the
     last allowed attempt are dead; others are retried after a jittered backoff, or the error's own
-    ``retry_after`` when longer."""
-    error_class = classify_exception(exc)
+    ``retry_after`` when longer. ``hung``: dead with class ``hung`` (``[worker] max_hangs``)."""
+    error_class = ErrorClass.HUNG if hung else classify_exception(exc)
     message = f"{exc.__class__.__name__}: {exc}"
     if error_class is ErrorClass.TRANSIENT and not isinstance(exc, TransientError):
         message += "\n" + "".join(traceback.format_exception(exc, limit=-3))
     # never a card number a handler put in its error (the traceback repeats the error's text)
     message = mask_payment_text(message)
-    dead = force_dead or error_class is ErrorClass.PERMANENT or attempt >= max_attempts
+    dead = hung or force_dead or error_class is ErrorClass.PERMANENT or attempt >= max_attempts
     if dead:
         return Failure(EventStatus.DEAD, error_class, message[:8000], None)
     delay = backoff_delay(attempt, backoff_base, backoff_max, rng)

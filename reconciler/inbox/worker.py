@@ -6,11 +6,10 @@ worker that lost its lease cannot overwrite the new owner's result, and its hand
 back.
 
 An attempt is counted when it starts, not when it is claimed (``inbox.starts``): committed before
-its handler runs, with the previous event's outcome where there is one.
-
-On SQLite the handler's transaction begins deferred: the write lock is taken by its first write (or
-by the status update after it), so a handler that waits before writing does not hold up the
-receiver's commits. A handler that writes and then waits holds the lock for the wait.
+its handler runs, with the previous event's outcome where there is one. Applying it, and committing
+its writes with the event's applied mark, is ``inbox.applying``'s. While the worker loops, its leases
+are renewed (``inbox.leases``), unless a supervisor does that (``inbox.supervisor``, the
+``hookledger worker`` command: each worker a process that can be abandoned when it hangs).
 """
 
 from __future__ import annotations
@@ -23,33 +22,29 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from sqlalchemy import Connection, Engine, bindparam, insert, update
-from sqlalchemy.exc import OperationalError
 
 from reconciler.config import Settings
-from reconciler.errors import AmbiguousError, TransientError
+from reconciler.errors import TransientError
+from reconciler.inbox.applied import ensure_applied_table
+from reconciler.inbox.applying import Applier, LeaseLost
 from reconciler.inbox.claims import claim_batch, release_unstarted
 from reconciler.inbox.current import CurrentObjects
 from reconciler.inbox.forward import forward_event, make_forward_client
 from reconciler.inbox.handlers import (
     Business,
     Event,
-    Handler,
     HandlerRegistry,
-    Verdict,
-    Verify,
     default_registry,
-    verdict_of,
 )
 from reconciler.inbox.ignored import IgnoredLog
+from reconciler.inbox.leases import LeaseKeeper
 from reconciler.inbox.retry import failure_of
 from reconciler.inbox.starts import Starts
 from reconciler.inbox.write_lock import WriteLockWatch
-from reconciler.outbox.writer import Outbox, insert_message
 from reconciler.process import lease_owner
 from reconciler.storage.dialect import single_writer
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
@@ -64,10 +59,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class _LeaseLost(Exception):
-    pass
-
-
 # Built once: per-event statements built per call spend most of their time in SQLAlchemy's
 # coercion and cache-key code.
 _OWNED = (
@@ -76,10 +67,11 @@ _OWNED = (
     EVENTS.c.status == EventStatus.PROCESSING,
 )
 _FINISH = update(EVENTS).where(*_OWNED)  # SET columns come from the parameter names
+# a no-op write that checks the lease and locks the row for the rest of the transaction
 _START = (
     update(EVENTS)
     .where(*_OWNED)
-    .values(attempts=EVENTS.c.attempts + 1)
+    .values(attempts=EVENTS.c.attempts + 1, attempt_started_at=bindparam("b_now"))
     .returning(EVENTS.c.attempts)
 )
 _RECORD_ATTEMPT = insert(ATTEMPTS)
@@ -107,9 +99,16 @@ class Worker:
         clock: Callable[[], datetime] = utcnow,
         rng: random.Random | None = None,
         metrics: WorkerMetrics | None = None,
+        renew_leases: bool = True,
+        on_attempt: Callable[[Event | None], None] | None = None,
     ) -> None:
+        """``renew_leases``: run a lease keeper while looping (off where a supervisor renews them,
+        ``inbox.supervisor``); ``on_attempt``: told each event as its attempt starts, and None when
+        it ends (the supervisor's clock for ``handler_timeout_seconds``)."""
         self.engine = engine
         self.metrics = metrics  # shared by the workers of a process
+        self._renew_leases = renew_leases
+        self._on_attempt = on_attempt
         # SQLite: the handler's transaction takes the write lock at its first write (module doc).
         self._handler_engine = engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
         self._starts = Starts(self._count_start, self._will_run)
@@ -137,8 +136,22 @@ class Worker:
         }
         url = settings.business.url
         self._business_engine = make_engine(url) if url else None
+        if self._business_engine is not None:
+            ensure_applied_table(self._business_engine)  # (hookledger init creates it too)
         self._business = Business(self._business_engine or engine)
-        self._targets = frozenset(t.name for t in settings.outbox.targets)
+        self._applier = Applier(
+            engine,
+            self._handler_engine,
+            self._business_engine,
+            self._business,
+            self._starts,
+            self._finish,
+            locks=self._locks,
+            targets=frozenset(t.name for t in settings.outbox.targets),
+            max_payload_bytes=settings.outbox.max_payload_bytes,
+            worker_id=self.worker_id,
+            clock=clock,
+        )
 
     # -- claiming ---------------------------------------------------------------------------------
 
@@ -181,18 +194,25 @@ class Worker:
             # The last allowed attempt started and its lease ran out: the worker died or hung.
             err = TransientError("lease expired after the last attempt (worker died or timed out)")
             return self._record_failure(event, err, started, force_dead=True)
+        if expired and event.hangs >= self.cfg.max_hangs:
+            err = TransientError(
+                f"hung: {event.hangs} attempts never came back (timed out or their worker died; "
+                f"[worker] max_hangs = {self.cfg.max_hangs}), the last one's lease ran out"
+            )
+            return self._record_failure(event, err, started, force_dead=True, hung=True)
         fn = self.registry.find(event.source, event.event_type)
-        event = replace(event, business_db=self._business)
         try:
             event = self._start(event)
+            if self._on_attempt is not None:
+                self._on_attempt(event)
             if fn is not None:
                 event = self._current.of(event)
             verify = self.registry.verifier(event.source, event.event_type)
             if fn is not None and verify is not None and event.error_class == ErrorClass.AMBIGUOUS:
-                self._verify_then_apply(fn, verify, event, started)
+                self._applier.verify_then_apply(fn, verify, event, started)
                 outcome = EventStatus.PROCESSED
             elif fn is not None:
-                self._apply(fn, event, started)
+                self._applier.apply(fn, event, started)
                 outcome = EventStatus.PROCESSED
             elif target := self._forward_urls.get(event.source) or self.cfg.forward_url:
                 forward_event(self._http(), target, event)
@@ -204,12 +224,18 @@ class Worker:
                     self._finish(conn, event, EventStatus.IGNORED, started)
                 outcome = EventStatus.IGNORED
                 self._ignored.note(event)
-        except _LeaseLost:
-            log.warning("lease lost; another worker owns the event now", extra=extra)
+        except LeaseLost:
+            log.warning(
+                "lease lost; the attempt's writes rolled back, another worker owns the event now",
+                extra=extra,
+            )
             self.stats.add(None)
             return None
         except Exception as exc:
             return self._record_failure(event, exc, started)
+        finally:
+            if self._on_attempt is not None:
+                self._on_attempt(None)
         log.debug("event %s", outcome.value, extra=extra)
         self.stats.add(outcome)
         return outcome
@@ -218,78 +244,16 @@ class Worker:
         """The event with its attempt counted, committed before anything of it runs."""
         attempts = self._starts.start(self.engine, event)
         if attempts is None:
-            raise _LeaseLost
+            raise LeaseLost
         return replace(event, attempt=attempts)
 
     def _count_start(self, conn: Connection, event: Event) -> int | None:
-        value = conn.execute(_START, {"b_id": event.id, "b_owner": self.worker_id}).scalar()
+        params = {"b_id": event.id, "b_owner": self.worker_id, "b_now": self._clock()}
+        value = conn.execute(_START, params).scalar()
         return None if value is None else int(value)
 
     def _will_run(self, event: Event) -> bool:
         return not (event.id in self._expired and event.attempt >= self.cfg.max_attempts)
-
-    def _bound(self, event: Event, conn: Connection) -> Event:
-        """The event with an outbox that writes into ``conn``: the handler's messages commit with
-        the status update, or roll back with it."""
-        outbox = Outbox(
-            partial(insert_message, conn),
-            source=event.source,
-            event_id=event.event_id,
-            correlation_id=event.correlation_id,
-            object_key=event.object_key,
-            targets=self._targets,
-            max_payload_bytes=self.settings.outbox.max_payload_bytes,
-        )
-        return replace(event, outbox_writer=outbox)
-
-    def _apply(self, fn: Handler, event: Event, started: datetime) -> None:
-        try:
-            with (
-                self._watch_lock(event.source, fn) as listen,
-                self._starts.transaction(self._handler_engine) as conn,
-            ):
-                listen(conn)
-                fn(self._bound(event, conn), conn)
-                self._finish(conn, event, EventStatus.PROCESSED, started)
-        except OperationalError as exc:
-            if not _sqlite_busy(exc):
-                raise
-            # A deferred SQLite transaction that read first cannot take the write lock once
-            # another writer committed: run the handler again holding the lock from the start.
-            with self._starts.transaction(self.engine) as conn:
-                fn(self._bound(event, conn), conn)
-                self._finish(conn, event, EventStatus.PROCESSED, started)
-
-    def _watch_lock(self, source: str, fn: Handler) -> Any:
-        """SQLite: time the handler transaction's hold on the write lock (reconciler.inbox.write_lock)."""
-        if self._locks is None:
-            return nullcontext(lambda conn: None)
-        return self._locks.watch(source, fn)
-
-    def _verify_then_apply(
-        self, fn: Handler, verify: Verify, event: Event, started: datetime
-    ) -> None:
-        """The previous attempt was ambiguous: ask ``verify`` whether it took effect. Done: processed
-        in the same transaction, the handler not run again; not done: the handler runs; unknown (or
-        verify failed): an ambiguous failure, retried with backoff, dead after max_attempts."""
-        previous = event.attempt - 1
-        try:
-            with self._starts.transaction(self._handler_engine) as conn:
-                verdict = verdict_of(verify(self._bound(event, conn), conn))
-                if verdict is Verdict.DONE:
-                    note = f"verify: attempt {previous} took effect; the handler was not run again"
-                    self._finish(conn, event, EventStatus.PROCESSED, started, error=note)
-        except _LeaseLost:
-            raise
-        except Exception as exc:
-            raise AmbiguousError(
-                f"verify could not tell whether attempt {previous} took effect "
-                f"({exc.__class__.__name__}: {exc})"
-            ) from exc
-        if verdict is Verdict.UNKNOWN:
-            raise AmbiguousError(f"verify could not tell whether attempt {previous} took effect")
-        if verdict is Verdict.NOT_DONE:
-            self._apply(fn, event, started)
 
     def _finish(
         self,
@@ -312,6 +276,7 @@ class Worker:
                 "status": status,
                 "lease_owner": None,
                 "lease_expires_at": None,
+                "attempt_started_at": None,
                 "next_attempt_at": next_attempt_at,
                 "error_class": error_class,
                 "last_error": error,
@@ -319,7 +284,7 @@ class Worker:
             },
         )
         if result.rowcount != 1:
-            raise _LeaseLost
+            raise LeaseLost
         self._starts.count_next(conn)
         conn.execute(
             _RECORD_ATTEMPT,
@@ -337,7 +302,13 @@ class Worker:
         )
 
     def _record_failure(
-        self, event: Event, exc: BaseException, started: datetime, *, force_dead: bool = False
+        self,
+        event: Event,
+        exc: BaseException,
+        started: datetime,
+        *,
+        force_dead: bool = False,
+        hung: bool = False,
     ) -> EventStatus | None:
         failure = failure_of(
             exc,
@@ -348,6 +319,7 @@ class Worker:
             now=self._clock(),
             rng=self._rng,
             force_dead=force_dead,
+            hung=hung,
         )
         status = failure.status
         extra = {
@@ -367,7 +339,7 @@ class Worker:
                     error=failure.message,
                     next_attempt_at=failure.next_attempt_at,
                 )
-        except _LeaseLost:
+        except LeaseLost:
             log.warning("lease lost while recording a failure", extra=extra)
             self.stats.add(None)
             return None
@@ -404,21 +376,29 @@ class Worker:
     def drain(self) -> int:
         """Process until nothing is due (``hookledger worker --once``)."""
         total = 0
-        while n := self.run_once():
-            total += n
+        with self._keeping_leases():
+            while n := self.run_once():
+                total += n
         return total
 
     def run(self, stop: threading.Event) -> None:
         """Loop until ``stop`` is set; claimed events not started by then are released at once."""
-        while not stop.is_set():
-            try:
-                events = self.claim()
-                self._process_batch(events, stop)
-            except Exception:
-                log.exception("worker loop error; backing off")
-                events = []
-            if not events:
-                stop.wait(self.cfg.poll_interval_seconds)
+        with self._keeping_leases():
+            while not stop.is_set():
+                try:
+                    events = self.claim()
+                    self._process_batch(events, stop)
+                except Exception:
+                    log.exception("worker loop error; backing off")
+                    events = []
+                if not events:
+                    stop.wait(self.cfg.poll_interval_seconds)
+
+    def _keeping_leases(self) -> Any:
+        if not self._renew_leases:
+            return nullcontext()
+        keeper = LeaseKeeper(self.engine, self.cfg.lease_seconds, self._clock)
+        return keeper.holding(lambda: (self.worker_id,))
 
     def release(self, events: list[Event]) -> None:
         """Give claimed, unstarted events back (shutdown): due now, their attempts unchanged."""
@@ -439,7 +419,3 @@ class Worker:
         self._current.close()
         if self._business_engine is not None:
             self._business_engine.dispose()
-
-
-def _sqlite_busy(exc: OperationalError) -> bool:
-    return str(getattr(exc.orig, "sqlite_errorname", "")).startswith("SQLITE_BUSY")

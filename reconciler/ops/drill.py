@@ -32,14 +32,24 @@ from sqlalchemy.engine import make_url
 
 from reconciler.config import Settings, SourceSettings
 from reconciler.errors import ActionRefusedError, ConfigError
+from reconciler.inbox.applied import BusinessSide
 from reconciler.inbox.claims import event_of
-from reconciler.inbox.handlers import Business, Event, HandlerRegistry, Verdict, verdict_of
+from reconciler.inbox.handlers import (
+    Business,
+    Event,
+    Handler,
+    HandlerRegistry,
+    Verdict,
+    Verify,
+    verdict_of,
+)
 from reconciler.inbox.retry import classify_exception
 from reconciler.ops.drill_compare import Difference, TableSpec, compare_messages, compare_states
 from reconciler.outbox.writer import Message, Outbox
 from reconciler.sources import provider
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
 from reconciler.storage.models import INBOX_EVENTS, ErrorClass
+from reconciler.storage.types import utcnow
 
 BATCH = 200
 Progress = Callable[[int, int], None]  # (done, total)
@@ -195,6 +205,7 @@ class _Applier:
     ) -> None:
         self.registry = registry
         self.business = Business(business)
+        self.separate = business is not conn_engine  # [business] url set: databases apart
         # as the worker's: the write lock is taken at the first write, not at BEGIN
         self.engine = conn_engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
         self.max_attempts = settings.worker.max_attempts
@@ -202,7 +213,7 @@ class _Applier:
         self.max_payload = settings.outbox.max_payload_bytes
         self.outbox = RecordedOutbox()
 
-    def _prepared(self, event: Event, attempt: int) -> Event:
+    def _prepared(self, event: Event, attempt: int, side: BusinessSide) -> Event:
         outbox = Outbox(
             self.outbox.write,
             source=event.source,
@@ -215,7 +226,7 @@ class _Applier:
         return replace(
             event,
             attempt=attempt,
-            business_db=self.business,
+            business_db=self.business.for_attempt(side),
             outbox_writer=outbox,
             error_class=None,
         )
@@ -227,27 +238,49 @@ class _Applier:
         verify = self.registry.verifier(event.source, event.event_type)
         previous: ErrorClass | None = None
         for attempt in range(1, self.max_attempts + 1):
-            current = self._prepared(event, attempt)
             try:
-                with self.engine.begin() as conn:
-                    if previous is ErrorClass.AMBIGUOUS and verify is not None:
-                        verdict = verdict_of(verify(current, conn))
-                        if verdict is Verdict.UNKNOWN:
-                            self.outbox.rollback()
-                            previous = ErrorClass.AMBIGUOUS
-                            continue
-                        if verdict is Verdict.DONE:
-                            self.outbox.commit()
-                            return True
-                    fn(current, conn)
-                self.outbox.commit()
-                return True
+                if self._attempt(fn, verify, event, attempt, previous):
+                    self.outbox.commit()
+                    return True
+                previous = ErrorClass.AMBIGUOUS  # verify could not tell: asked again
+                self.outbox.rollback()
             except Exception as exc:
                 self.outbox.rollback()
                 previous = classify_exception(exc)
                 if previous is ErrorClass.PERMANENT:
                     return False
         return False
+
+    def _attempt(
+        self,
+        fn: Handler,
+        verify: Verify | None,
+        event: Event,
+        attempt: int,
+        previous: ErrorClass | None,
+    ) -> bool:
+        """One attempt as the worker makes it: every business block of the attempt commits when
+        it succeeds, nothing of a failed one (``inbox.applied``). Each delivery of the drill is
+        applied as a replay would be: no applied mark stops it. False: verify could not tell."""
+        own = BusinessSide(self.business.engine) if self.separate else None
+        try:
+            with self.engine.begin() as conn:
+                side = own or BusinessSide(self.business.engine, shared=conn)
+                current = self._prepared(event, attempt, side)
+                if previous is ErrorClass.AMBIGUOUS and verify is not None:
+                    verdict = verdict_of(verify(current, conn))
+                    if verdict is Verdict.UNKNOWN:
+                        conn.rollback()
+                        return False
+                    if verdict is Verdict.DONE:
+                        return True
+                fn(current, conn)
+                if own is not None:
+                    own.commit(None, utcnow())
+            return True
+        finally:
+            if own is not None:
+                own.close()
 
 
 @contextmanager

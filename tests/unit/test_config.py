@@ -348,3 +348,35 @@ def test_basic_auth_env_holds_user_and_password_or_names_the_variable(value: str
         return
     assert header is not None and header.startswith("Basic ")
     assert base64.b64decode(header[6:]).decode() == (value or "").strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.sampled_from(["handler_timeout_seconds", "max_hangs", "shutdown_grace_seconds"]),
+    value=st.one_of(
+        st.integers(-5, 10_000),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=5),
+        st.booleans(),
+        st.none(),
+        st.lists(st.integers(), max_size=2),
+    ),
+)
+def test_any_worker_hang_setting_loads_within_its_limits_or_names_the_key(
+    key: str, value: object
+) -> None:
+    """[worker] handler_timeout_seconds, max_hangs, shutdown_grace_seconds (issue 44): a value the
+    supervisor can use, or a ConfigError naming the table and the key, never a traceback."""
+    from reconciler.config import parse_settings
+
+    try:
+        worker = parse_settings({"worker": {key: value}}, "<fuzz>").worker
+    except ConfigError as exc:
+        assert all(
+            line.startswith(f"<fuzz>: table [worker], key '{key}'")
+            for line in str(exc).splitlines()
+        ), str(exc)
+        return
+    assert worker.handler_timeout_seconds > 0
+    assert worker.max_hangs >= 1 and isinstance(worker.max_hangs, int)
+    assert worker.shutdown_grace_seconds >= 0

@@ -167,3 +167,18 @@ def test_the_stored_message_is_bounded_and_never_holds_a_card_number(
     assert (got.status == EventStatus.DEAD) == (
         attempt >= 5 or got.error_class == ErrorClass.PERMANENT
     )
+
+
+def test_an_attempt_that_never_came_back_is_transient_until_the_hangs_make_it_dead_as_hung() -> (
+    None
+):
+    from reconciler.errors import HandlerTimeout
+
+    timeout = HandlerTimeout("handler_timeout: the attempt ran past 120 s")
+    retried = failed(timeout, 1)
+    assert retried.status is EventStatus.FAILED and retried.error_class is ErrorClass.TRANSIENT
+    assert retried.message.startswith("HandlerTimeout: handler_timeout")
+    assert "Traceback" not in retried.message  # a TransientError: no traceback kept
+    dead = failed(timeout, 1, hung=True)  # max_hangs reached, even on the first attempt
+    assert dead.status is EventStatus.DEAD and dead.error_class is ErrorClass.HUNG
+    assert dead.next_attempt_at is None

@@ -38,10 +38,12 @@ from reconciler.states import (
 from reconciler.storage.models.base import NAMING_CONVENTION as NAMING_CONVENTION
 from reconciler.storage.models.base import Base as Base
 from reconciler.storage.models.base import BigId as BigId
+from reconciler.storage.models.inbox import APPLIED as APPLIED
 from reconciler.storage.models.inbox import AUDIT_LOG as AUDIT_LOG
 from reconciler.storage.models.inbox import DELIVERIES as DELIVERIES
 from reconciler.storage.models.inbox import INBOX_EVENTS as INBOX_EVENTS
 from reconciler.storage.models.inbox import PROCESSING_ATTEMPTS as PROCESSING_ATTEMPTS
+from reconciler.storage.models.inbox import Applied as Applied
 from reconciler.storage.models.inbox import AuditLog as AuditLog
 from reconciler.storage.models.inbox import Delivery as Delivery
 from reconciler.storage.models.inbox import InboxEvent as InboxEvent

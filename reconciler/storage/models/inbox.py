@@ -15,6 +15,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -55,6 +56,15 @@ class InboxEvent(Base):
     correlation_id: Mapped[str] = mapped_column(String(64))
     # SHA-256 of the content (connectors.fingerprint); NULL on rows stored before migration 0011
     fingerprint: Mapped[str | None] = mapped_column(String(64))
+    # Raised by each replay: the applied mark is per (source, event id, replays), so a replay runs
+    # the handler again while a retry of the same round finds the mark (inbox.applied).
+    replays: Mapped[int] = mapped_column(Integer, server_default="0")
+    # Attempts that never came back: timed out ([worker] handler_timeout_seconds) or their worker
+    # died with the lease; at [worker] max_hangs the event is dead with class ``hung``.
+    hangs: Mapped[int] = mapped_column(Integer, server_default="0")
+    # when the running attempt started (NULL while none runs): a lease that runs out on a started
+    # attempt is a hang; on an event of the batch not yet started, it is not
+    attempt_started_at: Mapped[datetime | None]
 
     __table_args__ = (
         UniqueConstraint("source", "event_id"),
@@ -64,6 +74,13 @@ class InboxEvent(Base):
         Index("ix_inbox_events_correlation_id", "correlation_id"),
         # the Events page lists every source newest first, a page at a time (keyset on both)
         Index("ix_inbox_events_received_at_id", "received_at", "id"),
+        # the lease keeper renews what a worker holds by owner: a few rows, never a table scan
+        Index(
+            "ix_inbox_events_lease_owner",
+            "lease_owner",
+            sqlite_where=text("lease_owner IS NOT NULL"),
+            postgresql_where=text("lease_owner IS NOT NULL"),
+        ),
     )
 
 
@@ -144,7 +161,24 @@ class AuditLog(Base):
     )
 
 
+class Applied(Base):
+    """The applied mark: one row per event (and replay round) whose handler's writes committed, in
+    the transaction that carried them. Its primary key is what makes a retry after a crash, or a
+    second runner, unable to apply the event again (``inbox.applied``). ``hookledger init`` creates
+    it in the inbox's database and in ``[business] url``'s."""
+
+    __tablename__ = "hookledger_applied"
+
+    source: Mapped[str] = mapped_column(String(64), primary_key=True)
+    event_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    replay: Mapped[int] = mapped_column(Integer, primary_key=True)
+    applied_at: Mapped[datetime]
+    attempt: Mapped[int] = mapped_column(Integer)
+    worker: Mapped[str] = mapped_column(String(128))
+
+
 INBOX_EVENTS = cast(Table, InboxEvent.__table__)
+APPLIED = cast(Table, Applied.__table__)
 DELIVERIES = cast(Table, Delivery.__table__)
 PROCESSING_ATTEMPTS = cast(Table, ProcessingAttempt.__table__)
 AUDIT_LOG = cast(Table, AuditLog.__table__)
