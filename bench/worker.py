@@ -1,7 +1,8 @@
 """Worker throughput: events per second with a no-op handler, against a bare loop in the same run.
 
 The bare loop is the floor of the same durable work with no framework: for each event, one
-transaction on the raw driver that marks it processed and records the attempt. The worker adds
+transaction on the raw driver that inserts its applied mark, marks it processed and records the
+attempt. The worker adds
 leased batch claims, the handler call and the outcome bookkeeping. Arms alternate over the rounds on
 fresh copies of the same data; medians are reported. Goal: at least 1,000 events/s on SQLite.
 
@@ -77,7 +78,8 @@ def worker_arm(engine: Engine, url: str, n: int) -> float:
 
 
 def bare_arm(engine: Engine, n: int) -> float:
-    """One raw-driver transaction per event: mark processed, insert the attempt."""
+    """One raw-driver transaction per event: insert the applied mark, mark processed, insert the
+    attempt (the worker's durable work since issue 44)."""
     load(engine, n)
     with engine.connect() as conn:
         ids = [r[0] for r in conn.execute(select(INBOX_EVENTS.c.id).order_by(INBOX_EVENTS.c.id))]
@@ -90,6 +92,11 @@ def bare_arm(engine: Engine, n: int) -> float:
     for event_id in ids:
         if engine.dialect.name == "sqlite":
             cur.execute("BEGIN IMMEDIATE")
+        cur.execute(
+            "INSERT INTO hookledger_applied (source, event_id, replay, applied_at, attempt, worker) "
+            f"VALUES ('stripe', {mark}, 0, {mark}, 1, 'bare') ON CONFLICT DO NOTHING",
+            (str(event_id), stamp),
+        )
         cur.execute(
             f"UPDATE inbox_events SET status='processed', processed_at={mark} WHERE id={mark}",
             (stamp, event_id),
