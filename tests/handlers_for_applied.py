@@ -4,7 +4,8 @@ Not idempotent on purpose: each event adds its amount to its account's balance, 
 application shows as a doubled balance. ``HL_PLAN`` (a JSON file) says, per event id, where the
 first attempt dies (``kill``: ``before`` the write, ``after_business`` commit, ``after_processed``
 commit, each by SIGKILL of the worker process) or how long the handler sleeps (``sleep``). Every
-run of the handler appends a line to ``HL_RUNS``.
+run of the handler appends a line to ``HL_RUNS`` (``event pid attempt``), and a process about to die
+a ``DIES event pid point`` line.
 """
 
 from __future__ import annotations
@@ -47,12 +48,18 @@ def _arm(conn: Connection) -> None:
     _armed.add(id(conn.connection.dbapi_connection))
 
 
+def _log(line: str) -> None:
+    with Path(os.environ["HL_RUNS"]).open("a") as runs:
+        runs.write(line + "\n")
+
+
 @handler("stripe", "*")
 def add_to_balance(ev: Event, conn: Connection) -> None:
     step = plan().get(ev.event_id, {})
-    with Path(os.environ["HL_RUNS"]).open("a") as runs:
-        runs.write(f"{ev.event_id} {os.getpid()} {ev.attempt}\n")
+    _log(f"{ev.event_id} {os.getpid()} {ev.attempt}")
     first = ev.attempt == 1
+    if step.get("kill") and first:
+        _log(f"DIES {ev.event_id} {os.getpid()} {step['kill']}")
     if step.get("kill") == "before" and first:
         os.kill(os.getpid(), signal.SIGKILL)
     if step.get("sleep"):

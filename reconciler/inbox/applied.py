@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, Engine, RootTransaction
+from sqlalchemy import Connection, Engine, RootTransaction, inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.errors import ConfigError
@@ -78,6 +78,8 @@ def ensure_applied_table(engine: Engine) -> None:
     try:
         APPLIED.create(engine, checkfirst=True)
     except SQLAlchemyError as exc:
+        if inspect(engine).has_table(APPLIED.name):
+            return  # another worker process created it meanwhile
         raise ConfigError(
             f"[business] url: cannot create the table {APPLIED.name} there "
             f"({exc.__class__.__name__}): run 'hookledger init' as a user that may create tables"

@@ -223,6 +223,11 @@ class Supervisor:
         during = child.running is not None
         if during and not stopping and not child.killed:
             assert child.running is not None
+            log.warning(
+                "worker process %s exited with code %s during an attempt; starting another",
+                child.process.pid,
+                code,
+            )
             self._abandon(
                 child,
                 child.running,
