@@ -254,9 +254,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
     print(f"claimed {supervisor.stats.claimed}: {summarise([supervisor])}")
     if args.publish:
         print(f"outbox: claimed {sum(p.stats.claimed for p in phases[1])}: {summarise(phases[1])}")
-    if args.once and supervisor.failures:
+    if args.once and supervisor.died_outside:
         raise HookledgerError(
-            f"{supervisor.failures} worker process(es) exited outside any attempt (see the log)"
+            f"{supervisor.died_outside} worker process(es) exited outside any attempt (see the log)"
         )
     return EXIT_OK
 

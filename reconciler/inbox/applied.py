@@ -98,10 +98,6 @@ class BusinessSide:
         self._tx: RootTransaction | None = None
 
     @property
-    def separate(self) -> bool:
-        return self._shared is None
-
-    @property
     def opened(self) -> bool:
         """Whether the handler used the business database in this attempt."""
         return self._shared is not None or self._conn is not None

@@ -95,7 +95,8 @@ class Supervisor:
         self._children: list[_Child] = []
         self._finished: list[_Child] = []
         self._waiting: list[float] = []  # when processes that died at start-up are started again
-        self.failures = 0  # processes that died outside any attempt, in a row
+        self.failures = 0  # processes that died outside any attempt, in a row (the backoff)
+        self.died_outside = 0  # and in all (--once fails when any did)
         self._keeper = LeaseKeeper(engine, self.cfg.lease_seconds)
         self._rng = random.Random()
         self._context = multiprocessing.get_context("spawn")
@@ -244,6 +245,7 @@ class Supervisor:
             # at import): starting another at once would only fail again
             self._retire(child)
             self.failures += 1
+            self.died_outside += 1
             if once:
                 log.error("a worker process exited with code %s outside any attempt", code)
             else:

@@ -67,7 +67,6 @@ _OWNED = (
     EVENTS.c.status == EventStatus.PROCESSING,
 )
 _FINISH = update(EVENTS).where(*_OWNED)  # SET columns come from the parameter names
-# a no-op write that checks the lease and locks the row for the rest of the transaction
 _START = (
     update(EVENTS)
     .where(*_OWNED)
