@@ -70,7 +70,11 @@ def adyen_sign(item: Mapping[str, Any], hex_key: str) -> str:
         key = binascii.unhexlify(hex_key.strip())
     except (binascii.Error, ValueError):
         raise SignatureError("the Adyen HMAC key is not hexadecimal") from None
-    return base64.b64encode(hmac_digest(key, _signed_text(item).encode())).decode()
+    try:
+        signed = _signed_text(item).encode()
+    except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text Adyen could have signed
+        raise SignatureError("a signed field is not UTF-8 text (a lone surrogate)") from None
+    return base64.b64encode(hmac_digest(key, signed)).decode()
 
 
 def verify_item(item: Mapping[str, Any], secrets: Iterable[str], where: str) -> None:

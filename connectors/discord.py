@@ -62,7 +62,7 @@ def verify_discord(
     from cryptography.exceptions import InvalidSignature
 
     try:
-        _public_key(public_key).verify(signature, stamp.encode() + body)
+        ed25519_public_key(public_key).verify(signature, stamp.encode() + body)
     except InvalidSignature:
         raise SignatureError(f"{SIGNATURE} does not match") from None
     check_timestamp(int(stamp), now, tolerance, reject_future=True)
@@ -93,7 +93,10 @@ def parse_discord(body: bytes) -> Verdict:
         else (None, None)
     )
     return ParsedEvent(
-        event_id="discord:" + hashlib.sha256(canonical.encode()).hexdigest(),
+        # surrogatepass: a lone surrogate (a valid JSON escape) still hashes, the same bytes
+        # as before for every other text
+        event_id="discord:"
+        + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest(),
         event_type=text_or_none(event.get("type")),
         object_type=obj_type if obj_id else None,
         object_id=obj_id,
@@ -114,7 +117,7 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
     return parse_discord(request.body)
 
 
-def _public_key(hex_key: str) -> Any:
+def ed25519_public_key(hex_key: str) -> Any:
     """The application's Ed25519 key. cryptography's OpenSSL bindings load here, once a Discord
     source is used: every other process is spared their memory and start-up."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -122,12 +125,14 @@ def _public_key(hex_key: str) -> Any:
     return Ed25519PublicKey.from_public_bytes(bytes.fromhex(hex_key))
 
 
-def _rule(values: Mapping[str, object]) -> str | None:
+def public_key_rule(values: Mapping[str, object]) -> str | None:
+    """The rule of every kind checked with the application's Ed25519 key (its ``public_key``)."""
     key = values.get("public_key")
     if not isinstance(key, str) or not key:
-        return "kind 'discord' needs key 'public_key' (the application's, in hex)"
+        kind = values.get("kind", "discord")
+        return f"kind '{kind}' needs key 'public_key' (the application's, in hex)"
     try:
-        _public_key(key)
+        ed25519_public_key(key)
     except ValueError:
         return "key 'public_key' is not an Ed25519 public key"
     return None
@@ -137,7 +142,7 @@ PROVIDER = Provider(
     "discord",
     verify=_verify,
     keys=DiscordKeys,
-    validate=_rule,
+    validate=public_key_rule,
     signed_with_secret=False,
     sensitive_headers=headers_named(SIGNATURE),
 )

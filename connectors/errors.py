@@ -34,10 +34,12 @@ class ConfigError(HookledgerError):
 class RejectedDelivery(HookledgerError):
     """The delivery was rejected."""
 
-    def __init__(self, status_code: int, reason: str) -> None:
+    def __init__(self, status_code: int, reason: str, *, retry_after: int | None = None) -> None:
         super().__init__(reason)
         self.status_code = status_code
         self.reason = reason
+        # seconds the sender should wait before sending it again (a 503's Retry-After)
+        self.retry_after = retry_after
 
 
 class ConnectorError(HookledgerError):

@@ -19,6 +19,7 @@ Facts (docs/providers.md "GoPay", with sources):
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -49,6 +50,7 @@ from connectors.webhooks import (
 DEFAULT_BASE_URL = "https://gate.gopay.cz"  # GoPay's sandbox: https://gw.sandbox.gopay.com
 TOKEN_PATH = "/api/oauth2/token"
 PAYMENT_PATH = "/api/payments/payment/{id}"
+PAYMENT_ID = re.compile(r"[0-9]{1,19}")
 SCOPE = "payment-all"  # a payment-create token cannot read a payment
 PAGE_SIZE = 100  # payments read back per page of a reconciliation
 EARLY = 60.0  # a token is renewed this many seconds before GoPay says it expires
@@ -195,12 +197,19 @@ class GoPayConnector:
         return Access(f"the OAuth client gets a {SCOPE} token (reads payments)")
 
 
+def payment_id_of(request: WebhookRequest) -> str:
+    """The payment a notification names, refused before any call unless it is a GoPay payment id:
+    ASCII digits that fit GoPay's 64-bit ids (``str.isdigit`` would pass fullwidth and superscript digits)."""
+    payment_id = required_id(request.query_value("id"), "the query's id")
+    if not PAYMENT_ID.fullmatch(payment_id):
+        raise BadPayload(f"the query's id {payment_id[:40]!r} is not a GoPay payment id")
+    return payment_id
+
+
 def confirm(connector: Any, request: WebhookRequest) -> Batch:
     """A notification confirmed by the payment GoPay shows now: stored as that payment, identity
     its id and state. A payment GoPay does not know is refused (anyone can send the GET)."""
-    payment_id = required_id(request.query_value("id"), "the query's id")
-    if not payment_id.isdigit():
-        raise BadPayload(f"the query's id {payment_id[:40]!r} is not a GoPay payment id")
+    payment_id = payment_id_of(request)
     try:
         payment = connector.payment(payment_id)
     except NotFoundError:
@@ -251,4 +260,5 @@ PROVIDER = Provider(
     signed_with_secret=False,
     methods=("GET",),
     confirm=confirm,
+    confirm_key=payment_id_of,
 )

@@ -71,14 +71,25 @@ def json_path_get(document: Any, path: str) -> Any:
     return node
 
 
+class _NotJsonConstant(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are Python's extension, not JSON (RFC 8259): no provider sends them
+    raise _NotJsonConstant(name)
+
+
 def load_json(body: bytes, *, required: bool) -> Any:
-    """The body's JSON. One that is nested deeper than :data:`MAX_JSON_DEPTH` or holds an integer
-    longer than Python reads (4300 digits) is refused as unreadable, like invalid JSON: a 400,
-    never a 500 the provider would retry for days."""
+    """The body's JSON. One that is nested deeper than :data:`MAX_JSON_DEPTH`, holds an integer
+    longer than Python reads (4300 digits) or NaN/Infinity is refused as unreadable, like invalid
+    JSON: a 400, never a 500 the provider would retry for days."""
     try:
-        document = json.loads(body)
+        document = json.loads(body, parse_constant=_no_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         problem = f"body is not valid JSON ({exc.__class__.__name__})"
+    except _NotJsonConstant as exc:
+        problem = f"body holds {exc}, which JSON does not have"
     except RecursionError:
         problem = f"body is JSON nested deeper than {MAX_JSON_DEPTH} levels"
     except ValueError:  # an integer past sys.get_int_max_str_digits()
@@ -90,6 +101,15 @@ def load_json(body: bytes, *, required: bool) -> Any:
     if required:
         raise BadPayload(problem) from None
     return None
+
+
+def json_object(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or :class:`BadPayload` naming why not (every JSON provider's
+    events are objects: an empty body, an array or a bare value is no event)."""
+    document = load_json(body, required=True)
+    if not isinstance(document, dict):
+        raise BadPayload(f"body is not a JSON object (a JSON {type(document).__name__})")
+    return document
 
 
 FORM = "application/x-www-form-urlencoded"
@@ -240,9 +260,10 @@ def parse_github(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
             doc = _form_json(form_fields(body))
         except ValueError:
             doc = None
+        if not isinstance(doc, dict):
+            raise BadPayload("form body without a payload field holding a JSON object")
     else:
-        doc = load_json(body, required=False)
-    doc = doc if isinstance(doc, dict) else {}
+        doc = json_object(body)
     action = text_or_none(doc.get("action"))
     obj = doc.get(event) if event else None
     object_id = text_or_none(obj.get("id")) if isinstance(obj, dict) else None
@@ -263,8 +284,7 @@ def parse_github(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
 def parse_shopify(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     webhook_id = required_id(headers.get("x-shopify-webhook-id"), "header X-Shopify-Webhook-Id")
     topic = headers.get("x-shopify-topic")
-    doc = load_json(body, required=False)
-    doc = doc if isinstance(doc, dict) else {}
+    doc = json_object(body)
     resource = topic.split("/", 1)[0] if topic else None
     object_type = resource[:-1] if resource and resource.endswith("s") else resource
     return ParsedEvent(
@@ -280,8 +300,7 @@ def parse_shopify(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
 
 def parse_standard(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     msg_id = required_id(headers.get("webhook-id"), "header webhook-id")
-    doc = load_json(body, required=False)
-    doc = doc if isinstance(doc, dict) else {}
+    doc = json_object(body)
     data = doc.get("data")
     data = data if isinstance(data, dict) else {}
     event_type = text_or_none(doc.get("type"))

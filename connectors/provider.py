@@ -121,6 +121,9 @@ class Provider:
     # payload paths the provider changes between deliveries of one event (its docs say which):
     # left out of the content fingerprint, so only a real change is a conflict
     fingerprint_ignore: tuple[str, ...] = ()
+    # payload keys holding other people's personal data (Twilio's phone numbers and message text):
+    # masked wherever payloads are shown unless ``[dashboard] show_personal_fields``
+    personal_fields: tuple[str, ...] = ()
     # how a stored delivery is signed again; None where hookledger cannot
     sign: Sign | None = None
     # the request budget a source of this kind gets unless configured (docs/connectors.md "Request budget"):
@@ -141,6 +144,14 @@ class Provider:
     # the source's credentials, off the event loop, and stores what the API answered. A
     # ConnectorError is the provider's API failing: answered 503, so the provider sends it again.
     confirm: Callable[[Connector, WebhookRequest], Verdict] | None = None
+    # (the request) -> what a confirmation asks the provider about (GoPay's payment id), read from
+    # the request alone; a malformed one raises BadPayload, so no call is made for it. Required with
+    # ``confirm``: the receiver asks about one key at most once per window (reconciler.inbox.confirming)
+    confirm_key: Callable[[WebhookRequest], str] | None = None
     # realistic sample deliveries by event type, for ``hookledger send`` (connectors.samples);
     # None: it has none (a delivery only the provider can sign, or one confirmed by its API)
     samples: Catalogue | None = None
+
+    def __post_init__(self) -> None:
+        if (self.confirm is None) != (self.confirm_key is None):
+            raise ValueError(f"provider {self.kind!r}: confirm and confirm_key go together")

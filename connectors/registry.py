@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from connectors import (
     adyen,
     discord,
+    discord_interactions,
     generic,
     github,
     gopay,
@@ -43,6 +44,7 @@ PROVIDERS: dict[str, Provider] = {
         twilio.PROVIDER,
         adyen.PROVIDER,
         discord.PROVIDER,
+        discord_interactions.PROVIDER,
         gopay.PROVIDER,
     )
 }
@@ -53,6 +55,7 @@ class AllProviderKeys(
     github.GitHubKeys,
     shopify.ShopifyKeys,
     generic.GenericSenderKeys,
+    discord_interactions.DiscordInteractionsKeys,  # before DiscordKeys: its subclass
     discord.DiscordKeys,
     twilio_api.TwilioKeys,
     gopay.GoPayKeys,

@@ -16,10 +16,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from email.utils import format_datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from connectors.options import SourceOptions
+from connectors.shopify_base import delivery_identity
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,32 @@ def _stripe_object(event_type: str, now: int) -> dict[str, Any]:
     return {"id": f"cus_{_token(14)}", "object": "customer", "created": now, "livemode": False}
 
 
+def _stripe_thin(event_type: str) -> Sample:
+    """A v2 thin event, as an event destination with thin payloads sends it: the object by
+    reference only (https://docs.stripe.com/event-destinations#thin-events)."""
+    event_id = f"evt_test_{_token()}"
+    kind = event_type.rsplit(".", 1)[0]
+    object_id = _stripe_object(event_type, int(time.time()))["id"]
+    event = {
+        "id": event_id,
+        "object": "v2.core.event",
+        "type": f"v1.{event_type}",
+        "livemode": False,
+        "created": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "related_object": {
+            "id": object_id,
+            "type": kind,
+            "url": f"/v1/{kind.replace('.', '/')}s/{object_id}",
+        },
+    }
+    return Sample(event_id, _json(event), {"content-type": "application/json"})
+
+
 def _stripe(options: SourceOptions, event_type: str, secret: str) -> Sample:
+    from connectors.stripe import StripeKeys
+
+    if options.own(StripeKeys).payload_style == "thin":
+        return _stripe_thin(event_type)
     now = int(time.time())
     event_id = f"evt_test_{_token()}"
     event = {
@@ -184,7 +211,8 @@ def _shopify(options: SourceOptions, event_type: str, secret: str) -> Sample:
         "x-shopify-shop-domain": "example.myshopify.com",
         "x-shopify-api-version": "2025-01",
     }
-    return Sample(webhook_id, _json(order), headers)
+    # stored under its topic and event id, as the receiver names it
+    return Sample(delivery_identity(headers) or webhook_id, _json(order), headers)
 
 
 SHOPIFY = Catalogue(("orders/create", "orders/paid", "orders/updated"), _shopify)
@@ -275,6 +303,12 @@ def _twilio(options: SourceOptions, event_type: str, secret: str) -> Sample:
         "From": "+15005550001",
         "ApiVersion": "2010-04-01",
     }
+    if prefix == "Call":  # a call's status callback says so (an incoming call does not)
+        fields |= {
+            "CallbackSource": "call-progress-events",
+            "SequenceNumber": "0",
+            "Timestamp": format_datetime(datetime.now(UTC), usegmt=False),
+        }
     body = urlencode(fields).encode()
     headers = {"content-type": "application/x-www-form-urlencoded"}
     return Sample(f"{sid}:{fields[f'{prefix}Status']}", body, headers)

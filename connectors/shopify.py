@@ -26,9 +26,8 @@ from connectors.errors import ConfigError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url, require
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
-from connectors.parsing import parse_shopify
 from connectors.provider import ClientFactory, Provider, headers_named, kept, scheme
-from connectors.shopify_base import ShopifyBase
+from connectors.shopify_base import ShopifyBase, parse_delivery
 from connectors.shopify_graphql import ShopifyGraphQLConnector
 from connectors.signatures import shopify_sign, verify_shopify
 
@@ -220,7 +219,7 @@ def _sign(
 PROVIDER = Provider(
     "shopify",
     samples=samples.SHOPIFY,
-    verify=scheme(verify_shopify, parse_shopify),
+    verify=scheme(verify_shopify, parse_delivery),
     build=_build,
     keys=ShopifyKeys,
     sign=_sign,

@@ -1,15 +1,42 @@
-"""What Shopify's two connectors (GraphQL, REST) share: state listings, not a delivery log."""
+"""What Shopify's two connectors (GraphQL, REST) share: state listings, not a delivery log; and a
+delivery's identity, which the receiver, the sandbox and ``hookledger send`` name alike."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
 from connectors.base import Access, Capabilities, Listing, Record
 from connectors.errors import AuthError, MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, redact_url
+from connectors.parsing import ParsedEvent, parse_shopify, required_id
 
 ACCESS_SCOPES = "/admin/oauth/access_scopes.json"  # the token's scopes (not versioned)
+
+
+def delivery_identity(headers: Mapping[str, str]) -> str | None:
+    """The event a delivery is (lower-cased header names): its topic and ``X-Shopify-Event-Id``.
+
+    "The same value across more than one webhook indicates a duplicate": each subscription to one
+    topic gets its own delivery, with its own ``X-Shopify-Webhook-Id``
+    (https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates). One merchant action that fires
+    two topics shares the event id, so the topic keeps those two events apart. None without both
+    headers: the delivery's webhook id names it, as before.
+    """
+    topic = (headers.get("x-shopify-topic") or "").strip()
+    event = (headers.get("x-shopify-event-id") or "").strip()
+    if not (topic and event):
+        return None
+    return required_id(f"{topic}:{event}", "headers X-Shopify-Topic and X-Shopify-Event-Id")
+
+
+def parse_delivery(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
+    """A delivery read as ``parsing.parse_shopify`` reads it, stored under
+    :func:`delivery_identity`; the webhook id stays the delivery's own id."""
+    parsed = parse_shopify(headers, body)
+    event_id = delivery_identity(headers)
+    return dataclasses.replace(parsed, event_id=event_id) if event_id else parsed
 
 
 class ShopifyBase:

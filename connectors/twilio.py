@@ -15,6 +15,11 @@ Facts (docs/providers.md "Twilio", with sources):
 - A status callback names its resource and the status it reached (``MessageSid`` + ``MessageStatus``,
   ``CallSid`` + ``CallStatus``, …): that pair is the event's identity, so Twilio's retry of a callback
   is a duplicate and each new status its own event.
+- The answer: an incoming message or call (and a TwiML verb's ``action``) expects TwiML, and JSON
+  there is Twilio's error 12300 (Invalid Content-Type), so it gets an empty ``<Response/>`` (do
+  nothing now; the handler acts later through the REST API); a status callback
+  (``MessageStatus``, ``CallbackSource``, ``RecordingStatus``, ``TranscriptionStatus``,
+  ``StatusCallbackEvent``) and a JSON body get an empty 200 (docs/providers.md "Twilio").
 
 The receiver must know the URL Twilio called: behind a proxy, set ``[receiver] public_url``.
 """
@@ -34,6 +39,8 @@ from connectors.provider import Provider, headers_named
 from connectors.webhooks import (
     BadPayload,
     ParsedEvent,
+    Received,
+    Reply,
     SignatureError,
     Verdict,
     WebhookRequest,
@@ -54,11 +61,35 @@ ALGORITHMS = {"HMAC_SHA1": "sha1", "HMAC_SHA256": "sha256"}
 RESOURCES = (
     ("MessageSid", "MessageStatus", "message"),
     ("MessageSid", "SmsStatus", "message"),
+    ("SmsSid", "SmsStatus", "message"),  # the older name of a message's id
     ("CallSid", "CallStatus", "call"),
     ("RecordingSid", "RecordingStatus", "recording"),
     ("TranscriptionSid", "TranscriptionStatus", "transcription"),
     ("ConferenceSid", "StatusCallbackEvent", "conference"),
 )
+
+# A JSON body's id where it has no id/sid: the resource SIDs Twilio's callbacks carry (Messaging's
+# webhook request, Voice's webhooks, <Record>'s transcribeCallback, a conference's statusCallback)
+JSON_SIDS = (
+    "MessageSid",
+    "SmsSid",
+    "SmsMessageSid",
+    "CallSid",
+    "RecordingSid",
+    "TranscriptionSid",
+    "ConferenceSid",
+)
+# Present only in a status callback, which takes no TwiML: a message's delivery status, a call's
+# progress events (always "call-progress-events"), a recording's, a transcription's, a conference's
+STATUS_FIELDS = (
+    "MessageStatus",
+    "CallbackSource",
+    "RecordingStatus",
+    "TranscriptionStatus",
+    "StatusCallbackEvent",
+)
+TWIML = Reply(200, b'<?xml version="1.0" encoding="UTF-8"?><Response/>', "text/xml")
+EMPTY = Reply(200, b"")
 
 
 def twilio_sign(
@@ -120,22 +151,30 @@ def verify_twilio(
     )
 
 
+def _by_resource(fields: Mapping[str, Any]) -> ParsedEvent | None:
+    """The first resource and status the fields name, as the event."""
+    for sid_field, status_field, object_type in RESOURCES:
+        sid = text_or_none(fields.get(sid_field))
+        status = text_or_none(fields.get(status_field))
+        if sid and status:
+            return ParsedEvent(
+                event_id=required_id(f"{sid}:{status}", f"{sid_field} and {status_field}"),
+                event_type=f"{object_type}.{status}",
+                object_type=object_type,
+                object_id=sid,
+            )
+    return None
+
+
 def parse_twilio(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     if is_form(headers.get("content-type")):
         try:
             fields = form_fields(body)
         except ValueError:
             raise BadPayload("the form body is not readable (UTF-8 fields)") from None
-        for sid_field, status_field, object_type in RESOURCES:
-            sid = text_or_none(fields.get(sid_field))
-            status = text_or_none(fields.get(status_field))
-            if sid and status:
-                return ParsedEvent(
-                    event_id=required_id(f"{sid}:{status}", f"{sid_field} and {status_field}"),
-                    event_type=f"{object_type}.{status}",
-                    object_type=object_type,
-                    object_id=sid,
-                )
+        named = _by_resource(fields)
+        if named is not None:
+            return named
         raise BadPayload(
             "a Twilio form names no resource and status (MessageSid and MessageStatus, CallSid and "
             "CallStatus, …)"
@@ -143,15 +182,31 @@ def parse_twilio(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
     document = load_json(body, required=True)
     if not isinstance(document, dict):
         raise BadPayload("body is not a JSON object")
+    own = text_or_none(document.get("id")) or text_or_none(document.get("sid"))
+    if not own:
+        named = _by_resource(document)  # named as its form would be
+        if named is not None:
+            return named
+        own = next(filter(None, (text_or_none(document.get(n)) for n in JSON_SIDS)), None)
     return ParsedEvent(
-        event_id=required_id(document.get("id") or document.get("sid"), "id"),
+        event_id=required_id(own, "id, sid or a resource SID such as MessageSid"),
         event_type=text_or_none(document.get("type")),
     )
 
 
+def answer(headers: Mapping[str, str], body: bytes) -> Reply:
+    """What Twilio expects back from a verified callback: TwiML from an incoming message or call,
+    an empty 200 from a status callback or a JSON body."""
+    if not is_form(headers.get("content-type")):
+        return EMPTY
+    fields = form_fields(body)
+    return EMPTY if any(fields.get(name) for name in STATUS_FIELDS) else TWIML
+
+
 def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]) -> Verdict:
     verify_twilio(request.url, request.headers, request.body, secrets)
-    return parse_twilio(request.headers, request.body)
+    event = parse_twilio(request.headers, request.body)
+    return Received(event, answer(request.headers, request.body))
 
 
 def _sign(
@@ -185,4 +240,7 @@ PROVIDER = Provider(
     as_delivery=twilio_api.as_callback,
     sign=_sign,
     sensitive_headers=headers_named(SIGNATURE),
+    # phone numbers (Voice also names them Caller and Called) and message text: in callbacks'
+    # form fields and the API's lower-case keys alike
+    personal_fields=("From", "To", "Body", "Caller", "Called"),
 )

@@ -24,6 +24,7 @@ PATTERNS = {
     "ignored": ".",
     "conflict": "x",
     "failed": "x",
+    "interrupted": "x",
     "rejected": "\\",
     "handshake": "-",
     "dead": "+",

@@ -64,8 +64,18 @@ class _FieldsFormatter(logging.Formatter):
             line = super().format(record)
         finally:
             record.msg, record.args = msg, args
-        extras = [f"{k}={escape_control(getattr(record, k))}" for k in FIELDS if hasattr(record, k)]
+        extras = [
+            f"{k}={escape_control(_masked(getattr(record, k)))}"
+            for k in FIELDS
+            if hasattr(record, k)
+        ]
         return f"{line} {' '.join(extras)}" if extras else line
+
+
+def _masked(value: object) -> object:
+    """A field's value with card numbers and IBANs masked: a source name from the URL path or an
+    id a stranger chose may be one (numbers, ids from the code, are left as they are)."""
+    return mask_payment_text(value) if isinstance(value, str) else value
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -123,9 +133,18 @@ def _json_formatter() -> logging.Formatter:
     from pythonjsonlogger.core import RESERVED_ATTRS
     from pythonjsonlogger.json import JsonFormatter
 
+    class _MaskingJsonFormatter(JsonFormatter):
+        """The message and the structured fields with card numbers and IBANs masked, as in text."""
+
+        def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
+            for key in ("message", *FIELDS):
+                if key in log_data:
+                    log_data[key] = _masked(log_data[key])
+            return log_data
+
     # every attribute a record carries beyond the standard ones (the extra= fields) is a key, but
     # uvicorn's ``color_message``: the message again with ANSI colour codes, noise in a log store
-    return JsonFormatter(
+    return _MaskingJsonFormatter(
         "%(levelname)s %(name)s %(message)s",
         rename_fields={"levelname": "level", "name": "logger"},
         timestamp="time",

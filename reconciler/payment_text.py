@@ -2,7 +2,9 @@
 
 A card number is a run of 13-19 digits, spaces or dashes allowed between groups, starting with 2-6
 (Mastercard 2-series, Amex, Visa, Mastercard, Discover/UnionPay: long numeric ids starting
-otherwise are left alone) and passing the Luhn check. An IBAN is two letters, two check digits and
+otherwise are left alone) and passing the Luhn check. Dots between groups count only in a card's
+printed grouping (4-4-4-4 and longer, the last group 1-4 digits; Amex's 4-6-5; Diners' 4-6-4), so
+version strings, IP addresses and dotted dates or times are left alone. An IBAN is two letters, two check digits and
 11-30 letters or digits, in groups of four or compact, passing its mod-97 check. Numbers stored as
 JSON numbers (ids) are never touched: only text is read.
 """
@@ -17,6 +19,10 @@ _IBAN = re.compile(r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}")
 # Digit groups joined by one space or dash (a card as printed), not inside a longer number.
 _DIGIT_RUN = re.compile(r"(?<!\d)\d+(?:[ -]\d+)*(?!\d)")
 _GROUP = re.compile(r"\d+")
+# A card printed with dots: its groups as card issuers print them, not inside a longer dotted run.
+_DOTTED = re.compile(
+    r"(?<!\d)(?<!\d\.)(?:\d{4}(?:\.\d{4}){2,3}\.\d{1,4}|\d{4}\.\d{6}\.\d{4,5})(?!\d|\.\d)"
+)
 # An IBAN's start and the groups that may follow it; cut back to a group boundary until it checks.
 _IBAN_RUN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]+)+")
 _IBAN_GROUP = re.compile(r"[A-Z0-9]+")
@@ -47,8 +53,8 @@ def _iban_valid(text: str) -> bool:
 def is_payment_data(value: str) -> bool:
     """The whole value is a card number or an IBAN."""
     text = value.strip()
-    if _CARD.fullmatch(text):
-        return _card(re.sub(r"[ -]", "", text))
+    if _CARD.fullmatch(text) or _DOTTED.fullmatch(text):
+        return _card(re.sub(r"[ .-]", "", text))
     return bool(_IBAN.fullmatch(text)) and _iban_valid(text)
 
 
@@ -71,6 +77,7 @@ def _card_spans(text: str) -> list[tuple[int, int]]:
                 continue
             spans.append((groups[i][0], groups[found][1]))
             i = found + 1
+    spans += [m.span() for m in _DOTTED.finditer(text) if _card(m[0].replace(".", ""))]
     return spans
 
 

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import gc
+import logging
+
+log = logging.getLogger(__name__)
+
+# descriptors a receiver needs beside its connections: the database's pool, logs, its socket
+OPEN_FILES_HEADROOM = 256
 
 
 def freeze_startup_objects() -> None:
@@ -28,3 +34,44 @@ def lease_owner() -> str:
     import uuid
 
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def open_files_to_ask(soft: int, hard: int, wanted: int) -> int | None:
+    """The soft open-file limit to set so that ``wanted`` descriptors fit, or None to leave it.
+
+    systemd and most shells start services at a soft limit of 1,024 under a far higher hard one:
+    a receiver holding a thousand idle connections then stops accepting ("Too many open files").
+    The soft limit may be raised up to the hard one without privilege.
+    """
+    infinite = hard < 0  # RLIM_INFINITY
+    target = wanted if infinite else min(wanted, hard)
+    return target if 0 <= soft < target else None
+
+
+def raise_open_files(wanted: int) -> tuple[int, int]:
+    """Raise this process's soft open-file limit toward ``wanted`` (POSIX; elsewhere nothing):
+    the (soft, hard) limits in force afterwards."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit to raise
+        return wanted, wanted
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = open_files_to_ask(soft, hard, wanted)
+    if target is not None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft, hard
+
+
+def fit_open_files(max_connections: int) -> None:
+    """Raise the open-file limit so ``max_connections`` fit, or say in one line why it cannot."""
+    wanted = max_connections + OPEN_FILES_HEADROOM
+    soft, hard = raise_open_files(wanted)
+    if soft < wanted:
+        log.warning(
+            "open-file limit %d is below [receiver] max_connections + %d: past it the receiver "
+            "stops accepting connections; raise LimitNOFILE (hard limit %d)",
+            soft,
+            OPEN_FILES_HEADROOM,
+            hard,
+        )

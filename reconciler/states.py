@@ -15,6 +15,18 @@ class EventStatus(enum.StrEnum):
     IGNORED = "ignored"  # no handler and no forward target: nothing to do
 
 
+class AttemptOutcome(enum.StrEnum):
+    """How one processing attempt ended (``processing_attempts``): the status it left its event in,
+    or ``interrupted``, an attempt that never came back (its worker was killed or hung), recorded
+    by whoever recovered the event. Stored as a short string, like every status: no migration."""
+
+    PROCESSED = "processed"
+    FAILED = "failed"
+    DEAD = "dead"
+    IGNORED = "ignored"
+    INTERRUPTED = "interrupted"
+
+
 class EventOrigin(enum.StrEnum):
     WEBHOOK = "webhook"
     BACKFILL = "backfill"

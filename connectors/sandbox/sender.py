@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from connectors.sandbox.world import GitHubAttempt, World
+from connectors.shopify_base import delivery_identity
 from connectors.signatures import github_sign, shopify_sign, standard_sign, stripe_sign
 
 
@@ -166,7 +167,9 @@ def shopify_webhooks(
             "X-Shopify-Event-Id": str(uuid.UUID(int=rng.getrandbits(128))),
             "X-Shopify-Triggered-At": order["updated_at"],
         }
-        out.append(Webhook(webhook_id, headers, body))
+        # named as the receiver stores it: its topic and event id
+        named = delivery_identity({k.lower(): v for k, v in headers.items()})
+        out.append(Webhook(named or webhook_id, headers, body))
     return out
 
 

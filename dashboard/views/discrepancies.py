@@ -16,7 +16,7 @@ from reconciler.ops import outbox as outbox_ops
 from reconciler.ops.discrepancies import SORTABLE, body_diff, masked_values, value_diff
 from reconciler.ops.display import cell, money
 from reconciler.ops.links import discrepancy_url, to
-from reconciler.ops.masking import Masker
+from reconciler.ops.masking import masker_for
 from reconciler.reconcile.export import DiscrepancyFilter, csv_file_name, write_csv
 from reconciler.states import OUTBOX_SOURCE_PREFIX
 from reconciler.storage.models import DiscrepancyKind, DiscrepancyStatus
@@ -108,10 +108,12 @@ if who.can_act and total and status in ("open", "all"):
                 )
             )
 
-masker = Masker(context.settings().dashboard.mask_fields)
+maskers = {name: masker_for(context.settings(), name) for name in {str(r["source"]) for r in rows}}
 if rows:
     shown = frames.table(
-        masked_values(rows, masker), context.tz(), money_columns={"amount": "currency"}
+        [masked_values([r], maskers[str(r["source"])])[0] for r in rows],
+        context.tz(),
+        money_columns={"amount": "currency"},
     )
     picked = st.dataframe(
         shown,
@@ -152,6 +154,7 @@ try:
 except NoSuchRecordError as exc:
     st.error(str(exc))
     st.stop()
+masker = masker_for(context.settings(), str(row["source"]))  # (related rows: its source's)
 [row] = masked_values([row], masker)
 related = masked_values(related, masker)
 conflict = row["kind"] == DiscrepancyKind.CONFLICT

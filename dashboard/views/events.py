@@ -13,7 +13,7 @@ from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops.events import EventFilter, timeline
 from reconciler.ops.links import event_url, page_url
-from reconciler.ops.masking import Masker
+from reconciler.ops.masking import masker_for
 from reconciler.states import EventOrigin, EventStatus
 
 PAGE = 50
@@ -29,7 +29,7 @@ def show_event(source: str, event_id: str) -> None:
 
     ev = detail.event
     tz = context.tz()
-    masker = Masker(context.settings().dashboard.mask_fields)
+    masker = masker_for(context.settings(), source)
     base = context.link_base()
     st.subheader(f"{ev['event_type'] or 'event'} {event_id}")
     hint = "" if base else " (relative: set `[dashboard] public_url` for links that work pasted)"
@@ -91,7 +91,7 @@ def show_event(source: str, event_id: str) -> None:
     if detail.messages:
         st.markdown("**Outgoing messages** this event's handler wrote (see the Outbox page)")
         widgets.dataframe(frames.table(detail.messages, tz), "e_messages")
-    st.markdown("**Payload** (secrets and configured PII fields masked)")
+    st.markdown("**Payload** (secrets, configured PII and personal fields masked)")
     st.code(masker.mask_body(ev["body"], ev["content_type"]), language="json")
     with st.expander("Stored headers"):
         st.json(masker.mask(ev["headers"] or {}))

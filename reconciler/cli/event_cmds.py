@@ -85,7 +85,8 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--raw",
         action="store_true",
-        help="show the payload as stored (default: secrets, mask_fields and payment data masked)",
+        help="show the payload and headers as stored (default: secrets, mask_fields, providers' "
+        "personal fields and payment data masked)",
     )
     p.set_defaults(func=cmd_events_show)
 
@@ -195,7 +196,7 @@ def _decode_cursor(token: str) -> tuple[datetime, int]:
 
 def cmd_events_list(args: argparse.Namespace) -> int:
     from reconciler.ops.events import EventFilter, list_events
-    from reconciler.ops.masking import Masker
+    from reconciler.ops.masking import masker_for
 
     if args.until is not None and args.since is not None and args.until <= args.since:
         raise ConfigError("--until: must be after --since")
@@ -212,7 +213,7 @@ def cmd_events_list(args: argparse.Namespace) -> int:
         )
         with cmd.engine.connect() as conn:
             page = list_events(conn, flt, after=after, limit=args.limit)
-        masker = Masker(cmd.settings.dashboard.mask_fields)
+        masker = masker_for(cmd.settings, *args.source)
     for row in page.rows:  # an error may quote the payload
         row["last_error"] = masker.mask(row["last_error"])
         row.pop("id", None)
@@ -256,7 +257,7 @@ def cmd_events_show(args: argparse.Namespace) -> int:
     from reconciler.inbox.replay import event_detail
     from reconciler.ops.chain import business_rows
     from reconciler.ops.links import event_url
-    from reconciler.ops.masking import Masker
+    from reconciler.ops.masking import masker_for
 
     with Command(args) as cmd:
         with cmd.engine.connect() as conn:
@@ -270,9 +271,11 @@ def cmd_events_show(args: argparse.Namespace) -> int:
             object_type=ev["object_type"],
             object_id=ev["object_id"],
         )
-    masker = Masker(cmd.settings.dashboard.mask_fields)
+    masker = masker_for(cmd.settings, args.source)
     if not args.raw:  # masked as the dashboard's Events page masks it
         detail.event["body"] = masker.mask_body(detail.event["body"], detail.event["content_type"])
+        # headers as received: a card number may come in any of them
+        detail.event["headers"] = masker.mask(detail.event["headers"] or {})
         detail.event["last_error"] = masker.mask(detail.event["last_error"])
         for attempt in detail.attempts:  # an error may quote the payload
             attempt["error"] = masker.mask(attempt.get("error"))

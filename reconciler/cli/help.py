@@ -178,7 +178,9 @@ COMMANDS: dict[str, Help] = {
     "send": Help(
         "Send a realistic sample event of the source's kind (or --file's body), signed with the "
         "source's own secret exactly as its provider signs, to the running receiver (or --to); "
-        "prints each answer. The development loop's stand-in for 'stripe trigger'.",
+        "prints each answer. A provider that signs the URL it calls (Twilio) is signed for --to's "
+        'URL; a Stripe source with payload_style = "thin" gets a thin (v2) event. The '
+        "development loop's stand-in for 'stripe trigger'.",
         (
             "hookledger send stripe",
             "hookledger send stripe --type invoice.payment_failed --count 3",

@@ -194,6 +194,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from reconciler.inbox.receiver import create_app
+    from reconciler.process import fit_open_files
 
     with Command(args) as cmd:
         settings = cmd.settings
@@ -206,6 +207,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         port = settings.receiver.port if args.port is None else args.port
         check_port(host, port)
         app = create_app(settings, cmd.engine)
+        receiver = settings.receiver
+        fit_open_files(receiver.max_connections)
         log.info("receiver listening on http://%s:%d", host, port)
         # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal.
         uvicorn.run(
@@ -215,6 +218,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=settings.logging.level.lower(),
             access_log=args.access_log,
             log_config=None,
+            limit_concurrency=receiver.max_connections,
+            timeout_keep_alive=receiver.keep_alive_seconds,
         )
     return EXIT_OK
 

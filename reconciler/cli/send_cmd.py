@@ -22,7 +22,12 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("source_name", metavar="SOURCE", help="a configured source's name")
     p.add_argument("--type", help="the event type (default: the provider's commonest)")
     p.add_argument("--file", type=Path, metavar="BODY", help="send this body instead of a sample")
-    p.add_argument("--to", metavar="URL", help="where (default: this configuration's receiver)")
+    p.add_argument(
+        "--to",
+        metavar="URL",
+        help="where (default: this configuration's receiver); a provider that signs the URL "
+        "(Twilio) signs this one",
+    )
     p.add_argument(
         "--count", type=bounded_int(1, MAX_COUNT), default=1, help=f"how many (1-{MAX_COUNT})"
     )

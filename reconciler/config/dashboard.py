@@ -85,6 +85,8 @@ class DashboardSettings(_Table):
     operator: str | None = None  # recorded in audit_log when sign-in is off (default: the OS user)
     cache_ttl_seconds: int = Field(default=15, ge=0, le=3600)
     mask_fields: tuple[str, ...] = DEFAULT_MASK_FIELDS  # payload keys shown as <masked>
+    # also show the personal fields providers name (Twilio's From, To, Body), masked by default
+    show_personal_fields: bool = False
     auth: DashboardAuthSettings = DashboardAuthSettings()
     # where people open the dashboard (behind a proxy, say): links printed by the CLI start with it
     public_url: str | None = Field(default=None, pattern=r"^https?://[^\s?#]+$")

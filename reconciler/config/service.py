@@ -41,6 +41,21 @@ class ReceiverSettings(_Table):
     body_timeout_seconds: float = Field(default=10.0, gt=0, le=600)
     # webhook requests at once; beyond, 503 with Retry-After (health checks and metrics still answer)
     limit_concurrency: int = Field(default=256, ge=1, le=100_000)
+    # open connections the receiver keeps (uvicorn's limit: beyond it, a request gets 503); `serve`
+    # raises its open-file limit to fit them, up to the hard limit (LimitNOFILE)
+    max_connections: int = Field(default=10_000, ge=16, le=1_000_000)
+    # an idle keep-alive connection is closed after this long
+    keep_alive_seconds: int = Field(default=5, ge=1, le=600)
+    # Rejections for a configured source stored per client address and minute (the rest are only
+    # counted): an unsigned request costs a stranger nothing, so it must not cost a row each.
+    rejected_log_per_minute: int = Field(default=60, ge=0, le=100_000)
+    # Sources confirmed through the provider's API (GoPay), each apart from the shared slots:
+    # requests waiting for a confirmation (beyond, 503 with Retry-After at once) ...
+    confirm_queue: int = Field(default=32, ge=1, le=10_000)
+    # ... calls to the provider at once ...
+    confirm_concurrency: int = Field(default=4, ge=1, le=64)
+    # ... and how long one id's answer is remembered: at most one call per id in this window
+    confirm_window_seconds: float = Field(default=10.0, ge=0, le=3600)
 
 
 class WorkerSettings(_Table):

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 _KEY = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?")
 
@@ -50,23 +50,48 @@ def parse_key(values: list[bytes]) -> str | None:
     return key if key is not None and _KEY.fullmatch(key) else None
 
 
-def fingerprint(method: str, path: str, query: bytes, body: bytes) -> str:
-    """SHA-256 of what makes two requests the same request."""
+class DuplicateKeyError(ValueError):
+    """A JSON body names one key twice: parsers disagree on which value counts, so it is refused
+    rather than fingerprinted by one of them."""
+
+
+def media_type(content_type: str | None) -> str:
+    """The header's value as compared: the media type lower-cased, its parameters as sent (a
+    charset may change what the bytes say)."""
+    media, *params = (content_type or "").split(";")
+    return ";".join([media.strip().lower(), *(p.strip() for p in params if p.strip())])
+
+
+def fingerprint(method: str, path: str, query: bytes, content_type: str | None, body: bytes) -> str:
+    """SHA-256 of what makes two requests the same request: method, path, query string, content
+    type and body (the same bytes sent as another type are another request)."""
     digest = hashlib.sha256()
-    for part in (method.encode(), path.encode(), query, body):
+    for part in (method.encode(), path.encode(), query, media_type(content_type).encode(), body):
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
     return digest.hexdigest()
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:
+            raise DuplicateKeyError(f"the JSON body names the key {key[:64]!r} more than once")
+        document[key] = value
+    return document
+
+
 def canonical_body(body: bytes, content_type: str | None) -> bytes:
     """A JSON body as canonical JSON (sorted keys, no whitespace), so that a client that
-    re-serialises the same document sends the same request; any other body as its bytes."""
+    re-serialises the same document sends the same request; any other body as its bytes.
+    :class:`DuplicateKeyError` for a JSON body that names a key twice."""
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if not (media == "application/json" or media.endswith("+json")):
         return body
     try:
-        document = json.loads(body)
+        document = json.loads(body, object_pairs_hook=_unique_keys)
+    except DuplicateKeyError:
+        raise
     except (ValueError, UnicodeDecodeError, RecursionError):
         return body
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()

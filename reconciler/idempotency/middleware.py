@@ -12,7 +12,8 @@ header (Starlette, FastAPI, any ASGI app), keyed in the hookledger database (``i
     )
 
 A request of a guarded method (POST, PUT, PATCH, DELETE) with the header is fingerprinted (method,
-path, query and body). The first request with a key runs the app; its response, once the app has
+path, query string, content type and body; a JSON body that names a key twice is refused with
+``400``, since parsers disagree on which value counts). The first request with a key runs the app; its response, once the app has
 produced it whole, is stored before it is sent, and answers every repeat with the same key and
 fingerprint (``Idempotent-Replayed: true``) without running the app again. A repeat that arrives
 while the first still runs waits up to ``wait_seconds`` for it, then gets the stored response, or
@@ -60,6 +61,7 @@ from reconciler.idempotency.asgi import (
 )
 from reconciler.idempotency.keys import (
     NO_POLICY,
+    DuplicateKeyError,
     RoutePolicy,
     canonical_body,
     fingerprint,
@@ -185,6 +187,12 @@ class IdempotencyMiddleware:
                 ),
             )
             return
+        content_type = header_value(scope, b"content-type")
+        try:
+            compared = body if policy.fingerprint == "bytes" else canonical_body(body, content_type)
+        except DuplicateKeyError as exc:
+            await answer(send, *problem(400, "Ambiguous JSON body", f"{exc}: send each once"))
+            return
         owner = self.owner(Request(scope))
         if inspect.isawaitable(owner):
             owner = await owner
@@ -195,9 +203,8 @@ class IdempotencyMiddleware:
                 scope["method"],
                 scope["path"],
                 scope.get("query_string", b""),
-                body
-                if policy.fingerprint == "bytes"
-                else canonical_body(body, header_value(scope, b"content-type")),
+                content_type,
+                compared,
             ),
             method=scope["method"],
             path=scope["path"][:2048],

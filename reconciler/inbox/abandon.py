@@ -2,8 +2,9 @@
 
 An attempt the supervisor abandoned (past ``handler_timeout_seconds``) or whose worker process died
 has no outcome of its own: its transactions rolled back with the process. :func:`abandon` gives it
-one, as a transient failure retried with backoff, counted in the event's ``hangs``; at ``[worker]
-max_hangs`` the event is dead with class ``hung``, so one event cannot take the workers in turn. A
+one: an attempt ``interrupted``, retried with backoff as a transient failure, counted in the
+event's ``hangs``; at ``[worker] max_hangs`` the event is dead with class ``hung`` (that attempt's
+outcome ``dead``), so one event cannot take the workers in turn. A
 worker stopped by a shutdown hung nothing: :func:`release_owner` gives its events back, due at once.
 Both are conditional on the owner still holding the lease, as every outcome is.
 """
@@ -22,7 +23,7 @@ from reconciler.inbox.retry import failure_of
 from reconciler.storage.dialect import skips_locked_rows
 from reconciler.storage.models import INBOX_EVENTS as EVENTS
 from reconciler.storage.models import PROCESSING_ATTEMPTS as ATTEMPTS
-from reconciler.storage.models import EventStatus
+from reconciler.storage.models import AttemptOutcome, EventStatus
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,10 @@ def abandon(
             worker=owner[:128],
             started_at=started_at,
             finished_at=now,
-            outcome=failure.status,
+            # interrupted, or dead (the row that dead-letters it: notifications count those)
+            outcome=AttemptOutcome.DEAD
+            if failure.status is EventStatus.DEAD
+            else AttemptOutcome.INTERRUPTED,
             error_class=failure.error_class,
             error=failure.message,
         )

@@ -2,19 +2,21 @@
 ``ix_inbox_events_status_next_attempt_at``; PostgreSQL adds ``FOR UPDATE SKIP LOCKED`` so that
 concurrent workers never claim the same row (SQLite serialises writers). The claim sets
 ``next_attempt_at`` to the lease's expiry: an event whose worker died is due again when its lease
-runs out."""
+runs out. An event taken back from ``processing`` whose attempt had started gets that attempt
+recorded as ``interrupted`` (:func:`record_interrupted`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, case, select, update
+from sqlalchemy import Connection, Select, case, insert, select, update
 
 from reconciler.inbox.handlers import Event
 from reconciler.storage.dialect import skips_locked_rows
 from reconciler.storage.models import INBOX_EVENTS as EVENTS
-from reconciler.storage.models import EventStatus
+from reconciler.storage.models import PROCESSING_ATTEMPTS as ATTEMPTS
+from reconciler.storage.models import AttemptOutcome, EventStatus
 
 
 def event_of(r: Any) -> Event:
@@ -79,11 +81,19 @@ def claim_due(
     )
     if skips_locked_rows(conn):
         due = due.with_for_update(skip_locked=True)
+    if status is EventStatus.PROCESSING:
+        # the run-out leases are read first: whose attempt never came back is overwritten below
+        ids = record_interrupted(conn, due, now)
+        if not ids:
+            return []
+        chosen = EVENTS.c.id.in_(ids)
+    else:
+        chosen = EVENTS.c.id.in_(due.scalar_subquery())
     # only an attempt that had started hung: the rest of its batch did not
     hung = case((EVENTS.c.attempt_started_at.is_not(None), 1), else_=0)
     stmt = (
         update(EVENTS)
-        .where(EVENTS.c.id.in_(due.scalar_subquery()))
+        .where(chosen)
         .values(
             status=EventStatus.PROCESSING,
             lease_owner=worker_id,
@@ -114,6 +124,41 @@ def claim_due(
     events = [event_of(r) for r in conn.execute(stmt)]
     events.sort(key=lambda e: e.id)
     return events
+
+
+def record_interrupted(conn: Connection, due: Select[tuple[int]], now: datetime) -> list[int]:
+    """The ids ``due`` selects (events whose lease ran out); each that had an attempt running gets
+    that attempt recorded as ``interrupted``: its worker was killed (or hung with no supervisor
+    left), so nothing else would ever write its row."""
+    rows = conn.execute(
+        due.add_columns(
+            EVENTS.c.source,
+            EVENTS.c.attempts,
+            EVENTS.c.lease_owner,
+            EVENTS.c.attempt_started_at,
+        )
+    ).all()
+    started = [r for r in rows if r.attempt_started_at is not None]
+    if started:
+        conn.execute(
+            insert(ATTEMPTS),
+            [
+                {
+                    "inbox_event_id": r.id,
+                    "source": r.source,
+                    "attempt": r.attempts,
+                    "worker": str(r.lease_owner or "unknown")[:128],
+                    "started_at": r.attempt_started_at,
+                    "finished_at": now,
+                    "outcome": AttemptOutcome.INTERRUPTED,
+                    "error_class": None,
+                    "error": f"interrupted: the lease of {r.lease_owner} ran out while the "
+                    "attempt ran (its worker was killed, or hung with no supervisor left)",
+                }
+                for r in started
+            ],
+        )
+    return [r.id for r in rows]
 
 
 def release_unstarted(

@@ -26,12 +26,21 @@ LIMITED_PREFIX = "/webhooks/"
 
 
 class ConcurrencyLimit:
-    def __init__(self, app: ASGIApp, limit: int, on_refused: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        app: ASGIApp,
+        limit: int,
+        on_refused: Callable[[], None] | None = None,
+        exempt: frozenset[str] = frozenset(),
+    ):
         self.app, self.limit, self.on_refused = app, limit, on_refused
+        # paths with a bounded queue of their own (sources confirmed through the provider's API)
+        self.exempt = exempt
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(LIMITED_PREFIX):
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or not path.startswith(LIMITED_PREFIX) or path in self.exempt:
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.limit:

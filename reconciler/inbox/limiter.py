@@ -17,8 +17,11 @@ MAX_CLIENTS = 10_000
 
 
 class PerClientLimiter:
-    def __init__(self, per_window: int, *, max_clients: int = MAX_CLIENTS) -> None:
+    def __init__(
+        self, per_window: int, *, max_clients: int = MAX_CLIENTS, what: str = "unknown sources"
+    ) -> None:
         self.per_window = per_window
+        self.what = what
         self.max_clients = max_clients
         self._window_start: float | None = None
         self._used: dict[str, int] = {}
@@ -40,9 +43,10 @@ class PerClientLimiter:
     def _turn(self, now: float) -> None:
         if self.dropped:
             log.warning(
-                "%d rejected deliveries for unknown sources were counted but not stored in the "
-                "last minute (over %d per client address)",
+                "%d rejected deliveries for %s were counted but not stored in the last minute "
+                "(over %d per client address)",
                 self.dropped,
+                self.what,
                 self.per_window,
             )
         self._window_start = now

@@ -378,14 +378,28 @@ class ReceiverMetrics:
         )
         self.unlogged = Counter(
             "hookledger_rejected_deliveries_not_logged",
-            "Rejected deliveries for unknown sources counted but not written to the deliveries "
-            "table (over [receiver] unknown_source_log_per_minute for their client address)",
+            "Rejected deliveries counted but not written to the deliveries table (over [receiver] "
+            "unknown_source_log_per_minute or rejected_log_per_minute for their client address)",
             registry=self.registry,
         )
         self.busy = Counter(
             "hookledger_receiver_busy",
             "Webhook requests answered 503 with Retry-After: [receiver] limit_concurrency were in "
             "progress",
+            registry=self.registry,
+        )
+        self.confirm_calls = Counter(
+            "hookledger_confirm_calls",
+            "Calls to a provider's API confirming a delivery (GoPay), by source: at most one per "
+            "id per [receiver] confirm_window_seconds",
+            ["source"],
+            registry=self.registry,
+        )
+        self.confirm_busy = Counter(
+            "hookledger_confirm_busy",
+            "Deliveries to confirm answered 503 with Retry-After: [receiver] confirm_queue were "
+            "waiting",
+            ["source"],
             registry=self.registry,
         )
         self.disconnected = Counter(

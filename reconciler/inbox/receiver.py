@@ -35,8 +35,9 @@ from reconciler.correlation import correlation_id
 from reconciler.errors import ConfigError, RejectedDelivery
 from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.committer import GroupCommitter
+from reconciler.inbox.confirming import ConfirmGate, QueueFull
 from reconciler.inbox.conflicts import conflicting_fields
-from reconciler.inbox.edge import ConcurrencyLimit
+from reconciler.inbox.edge import RETRY_AFTER_SECONDS, ConcurrencyLimit
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.schemes import SourceVerifier
@@ -48,6 +49,8 @@ from reconciler.storage.types import utcnow
 log = logging.getLogger(__name__)
 
 UNKNOWN_SOURCE_LABEL = "_unknown"
+# what a 503 for the database asks the provider to wait: an outage is seldom over within a second
+STORAGE_RETRY_AFTER_SECONDS = 5
 
 
 class _TooLarge(Exception):
@@ -83,6 +86,36 @@ def _fields(item: IncomingEvent) -> dict[str, str]:
 
 def _reject_body(reason: str, status: str = "rejected") -> dict[str, str]:
     return {"status": status, "reason": reason}
+
+
+def _refusal(status_code: int, reason: str, retry_after: int | None = None) -> Response:
+    """A refusal in the shared shape; every 503 says when to send it again (Retry-After)."""
+    headers = None
+    if status_code == 503:
+        headers = {"Retry-After": str(retry_after or RETRY_AFTER_SECONDS)}
+    status = "error" if status_code >= 500 else "rejected"
+    return JSONResponse(_reject_body(reason, status), status_code=status_code, headers=headers)
+
+
+def confirm_gates(
+    settings: Settings, verifiers: dict[str, SourceVerifier], metrics: ReceiverMetrics
+) -> dict[str, ConfirmGate]:
+    """A gate of its own for each source whose deliveries are confirmed through the provider's
+    API (``reconciler.inbox.confirming``)."""
+    receiver = settings.receiver
+    return {
+        name: ConfirmGate(
+            name,
+            verifier.confirm_key,
+            verifier.confirm,
+            queue=receiver.confirm_queue,
+            concurrency=receiver.confirm_concurrency,
+            window_seconds=receiver.confirm_window_seconds,
+            on_call=metrics.confirm_calls.labels(name).inc,
+        )
+        for name, verifier in verifiers.items()
+        if verifier.confirms_by_api
+    }
 
 
 def _answer(reply: Reply) -> Response:
@@ -131,6 +164,10 @@ def create_app(
         [t.name for t in settings.notify],
     )
     unknown_limiter = PerClientLimiter(settings.receiver.unknown_source_log_per_minute)
+    known_limiter = PerClientLimiter(
+        settings.receiver.rejected_log_per_minute, max_clients=1_000, what="configured sources"
+    )
+    gates = confirm_gates(settings, verifiers, metrics)
 
     async def _read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length")
@@ -143,12 +180,19 @@ def create_app(
                 raise _TooLarge
         return bytes(body)
 
-    async def _reject(record: RejectedRecord, *, known: bool = True) -> Response:
+    async def _reject(
+        record: RejectedRecord, *, known: bool = True, retry_after: int | None = None
+    ) -> Response:
         log.info(
             "delivery rejected",
             extra={"source": record.source, "reason": record.reason, "status": record.status_code},
         )
-        if known or unknown_limiter.allow(record.remote_addr or "", clock()):
+        address = record.remote_addr or ""
+        if known:
+            allowed = known_limiter.allow(f"{record.source}\n{address}", clock())
+        else:
+            allowed = unknown_limiter.allow(address, clock())
+        if allowed:
             try:
                 await committer.submit(record)
             except Exception:
@@ -159,17 +203,42 @@ def create_app(
         label = record.source if known else UNKNOWN_SOURCE_LABEL
         metrics.deliveries.labels(label, DeliveryOutcome.REJECTED.value).inc()
         metrics.rejected.labels(label, str(record.status_code)).inc()
-        return JSONResponse(_reject_body(record.reason), status_code=record.status_code)
+        return _refusal(record.status_code, record.reason, retry_after)
 
     async def receive(request: Request) -> Response:
         name: str = request.path_params["source"]
+        verifier = verifiers.get(name)
+        if verifier is None:
+            remote = request.client.host if request.client else None
+            record = RejectedRecord(name, 404, "unknown source", utcnow(), remote)
+            return await _reject(record, known=False)
+        allowed = verifier.provider.methods
+        if request.method not in allowed:  # a browser or a probe, not the provider: not logged
+            reason = f"method {request.method} not allowed: this source's provider uses " + (
+                ", ".join(allowed)
+            )
+            return JSONResponse(
+                _reject_body(reason, "error"),
+                status_code=405,
+                headers={"Allow": ", ".join(allowed)},
+            )
+        gate = gates.get(name)
+        if gate is None:
+            return await _receive(request, name, verifier, None)
+        try:
+            with gate.place():  # its own queue: never the shared slots (edge.ConcurrencyLimit)
+                return await _receive(request, name, verifier, gate)
+        except QueueFull:
+            metrics.confirm_busy.labels(name).inc()
+            reason = f"{gate.queue} deliveries of this source are waiting for the provider's API"
+            return _refusal(503, reason)
+
+    async def _receive(
+        request: Request, name: str, verifier: SourceVerifier, gate: ConfirmGate | None
+    ) -> Response:
         arrived = time.perf_counter()
         received_at = utcnow()
         remote = request.client.host if request.client else None
-        verifier = verifiers.get(name)
-        if verifier is None:
-            record = RejectedRecord(name, 404, "unknown source", received_at, remote)
-            return await _reject(record, known=False)
         try:
             async with asyncio.timeout(body_timeout):
                 body = await _read_body(request)
@@ -193,24 +262,16 @@ def create_app(
             now=clock(),
             query=tuple(request.query_params.multi_items()),
         )
-        allowed = verifier.provider.methods
-        if request.method not in allowed:  # a browser or a probe, not the provider: not logged
-            reason = f"method {request.method} not allowed: this source's provider uses " + (
-                ", ".join(allowed)
-            )
-            return JSONResponse(
-                _reject_body(reason, "error"),
-                status_code=405,
-                headers={"Allow": ", ".join(allowed)},
-            )
         try:
-            if verifier.confirms_by_api:  # a call to the provider: not on the event loop
-                verdict = await asyncio.to_thread(verifier.verify, incoming)
+            if gate is not None:  # a call to the provider, on the gate's own threads
+                verifier.check_credentials(incoming)
+                verdict = await gate.ask(incoming)
             else:
                 verdict = verifier.verify(incoming)
         except RejectedDelivery as exc:
             return await _reject(
-                RejectedRecord(name, exc.status_code, exc.reason, received_at, remote)
+                RejectedRecord(name, exc.status_code, exc.reason, received_at, remote),
+                retry_after=exc.retry_after,
             )
         if isinstance(verdict, Handshake):
             return await _handshake(name, verdict, received_at, remote)
@@ -253,7 +314,7 @@ def create_app(
         except Exception:
             # Not stored, so not acknowledged: the provider will retry.
             log.exception("storing a delivery failed", extra=_fields(items[0]))
-            return JSONResponse(_reject_body("storage unavailable", "error"), status_code=503)
+            return _refusal(503, "storage unavailable", STORAGE_RETRY_AFTER_SECONDS)
         for item, outcome in zip(items, outcomes, strict=True):
             metrics.deliveries.labels(name, outcome.value).inc()
             if outcome is DeliveryOutcome.CONFLICT:
@@ -320,7 +381,7 @@ def create_app(
             await asyncio.to_thread(_db_ok)
         except Exception as exc:
             log.warning("health check failed: %s", exc.__class__.__name__)
-            return JSONResponse(_reject_body("database unreachable", "error"), status_code=503)
+            return _refusal(503, "database unreachable", STORAGE_RETRY_AFTER_SECONDS)
         return JSONResponse({"status": "ok"})
 
     async def metrics_endpoint(request: Request) -> Response:
@@ -338,6 +399,8 @@ def create_app(
             yield
         finally:
             await committer.stop()
+            for gate in gates.values():
+                gate.close()
             for verifier in verifiers.values():
                 verifier.close()
 
@@ -355,6 +418,7 @@ def create_app(
                 ConcurrencyLimit,
                 limit=settings.receiver.limit_concurrency,
                 on_refused=metrics.busy.inc,
+                exempt=frozenset(f"/webhooks/{name}" for name in gates),
             )
         ],
     )

@@ -44,13 +44,22 @@ class SourceVerifier:
         """Raise :class:`~reconciler.errors.RejectedDelivery` or return the provider's verdict: the
         event's identity, with the answer it expects, or a handshake (``connectors.webhooks``).
         With ``basic_auth_env``, a delivery without those credentials is refused first."""
+        self.check_credentials(request)
+        if self.provider.confirm is not None:
+            return self.confirm(request)
+        return self.provider.verify(self.options, request, self.secrets)
+
+    def check_credentials(self, request: WebhookRequest) -> None:
+        """With ``basic_auth_env``: refuse a delivery without those credentials."""
         if self.basic_auth is not None:
             given = request.header("authorization") or ""
             if not same_digest(self.basic_auth, given):
                 raise SignatureError("missing or wrong HTTP Basic credentials (basic_auth_env)")
-        if self.provider.confirm is not None:
-            return self._confirm(request)
-        return self.provider.verify(self.options, request, self.secrets)
+
+    def confirm_key(self, request: WebhookRequest) -> str:
+        """What a confirmation asks the provider about; BadPayload when malformed."""
+        assert self.provider.confirm_key is not None
+        return self.provider.confirm_key(request)
 
     @property
     def confirms_by_api(self) -> bool:
@@ -58,7 +67,8 @@ class SourceVerifier:
         :meth:`verify` off the event loop."""
         return self.provider.confirm is not None
 
-    def _confirm(self, request: WebhookRequest) -> Verdict:
+    def confirm(self, request: WebhookRequest) -> Verdict:
+        """The provider's verdict read through its API (credentials checked by the caller)."""
         assert self.provider.confirm is not None
         try:
             return self.provider.confirm(self._connector(), request)

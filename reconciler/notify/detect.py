@@ -116,10 +116,13 @@ def _dead_letter_facts(
     only: set[str],
 ) -> list[Fact]:
     """Per source, the events that became dead letters since the target was last told about that
-    source's (one fact a source, keyed by the newest one: new dead letters make a new fact)."""
-    a = PROCESSING_ATTEMPTS
+    source's (one fact a source, keyed by the newest one: new dead letters make a new fact). A
+    source the target was never told about also counts the dead letters from before the target
+    was added that are still open (within :data:`LOOKBACK`): its first pass says what is open."""
+    a, e = PROCESSING_ATTEMPTS, INBOX_EVENTS
     dead = a.c.outcome == EventStatus.DEAD
-    stmt = select(a.c.source).where(dead, a.c.finished_at > floor).group_by(a.c.source)
+    oldest = now - LOOKBACK  # (floor is the later of this and when the target was added)
+    stmt = select(a.c.source).where(dead, a.c.finished_at > oldest).group_by(a.c.source)
     if only:
         stmt = stmt.where(a.c.source.in_(sorted(only)))
     out = []
@@ -127,25 +130,30 @@ def _dead_letter_facts(
         told = last_fact_at(conn, target, "dead_letters", source)
         if told is not None and now - told < every:
             continue  # told recently: the next message counts these too
-        since = max(floor, told) if told else floor
-        window = (dead, a.c.source == source, a.c.finished_at > since)
+        if told is not None:
+            fresh: Any = a.c.finished_at > max(floor, told)
+        else:  # never told: what came after it was added, and what is still open from before
+            fresh = (a.c.finished_at > oldest) & (
+                (a.c.finished_at > floor) | (e.c.status == EventStatus.DEAD)
+            )
+        window = (dead, a.c.source == source, fresh)
         new, until = conn.execute(
-            select(func.count(), func.max(a.c.finished_at)).where(*window)
+            select(func.count(), func.max(a.c.finished_at))
+            .select_from(a.join(e, e.c.id == a.c.inbox_event_id))
+            .where(*window)
         ).one()
         if not new:
             continue
         types = conn.execute(
-            select(INBOX_EVENTS.c.event_type, func.count())
-            .join(INBOX_EVENTS, INBOX_EVENTS.c.id == a.c.inbox_event_id)
+            select(e.c.event_type, func.count())
+            .join(e, e.c.id == a.c.inbox_event_id)
             .where(*window)
-            .group_by(INBOX_EVENTS.c.event_type)
+            .group_by(e.c.event_type)
             .order_by(func.count().desc())
             .limit(TYPES_SHOWN)
         ).all()
         dead_now = conn.execute(
-            select(func.count()).where(
-                INBOX_EVENTS.c.status == EventStatus.DEAD, INBOX_EVENTS.c.source == source
-            )
+            select(func.count()).where(e.c.status == EventStatus.DEAD, e.c.source == source)
         ).scalar_one()
         data: dict[str, Any] = {
             "source": source,

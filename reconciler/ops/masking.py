@@ -1,4 +1,5 @@
-"""Masking of secrets and configured PII in payloads shown to people (pure)."""
+"""Masking of secrets, configured PII and providers' personal fields in payloads shown to people
+(pure: values in, values out)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from connectors.parsing import decode_payload
+from connectors.registry import provider
+from reconciler.config import Settings
 from reconciler.payment_text import MASK, is_payment_data, mask_payment_text
 
-__all__ = ["MASK", "Masker", "is_payment_data", "mask_payment_text"]
+__all__ = ["MASK", "Masker", "is_payment_data", "mask_payment_text", "masker_for"]
 
 # Keys whose values are credentials wherever they appear in a payload (case-insensitive, substring
 # match on the normalised name: "client_secret", "webhookSecret", "access_token" ...).
@@ -55,3 +58,15 @@ class Masker:
         except (ValueError, RecursionError):
             return f"<{len(body)} bytes, neither JSON nor a form: not shown>"
         return json.dumps(self.mask(data), indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def masker_for(settings: Settings, *sources: str) -> Masker:
+    """The masker for payloads of these sources (none named: of any configured source): the
+    ``[dashboard] mask_fields``, and the personal fields their providers name (Twilio's ``From``,
+    ``To``, ``Body``) unless ``[dashboard] show_personal_fields`` is on."""
+    fields = list(settings.dashboard.mask_fields)
+    if not settings.dashboard.show_personal_fields:
+        for source in settings.sources:
+            if not sources or source.name in sources:
+                fields += provider(source.kind).personal_fields
+    return Masker(fields)

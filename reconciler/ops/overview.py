@@ -365,8 +365,9 @@ def kpis(ov: Overview, stuck_after_seconds: float) -> list[SourceKpis]:
             setattr(k, c.key, getattr(k, c.key) + c.n)
     for c in ov.attempts:
         k = out[c.source]
-        if c.key in ("processed", "failed", "dead"):
-            setattr(k, c.key, getattr(k, c.key) + c.n)
+        key = "failed" if c.key == "interrupted" else c.key  # (it never came back: it failed)
+        if key in ("processed", "failed", "dead"):
+            setattr(k, key, getattr(k, key) + c.n)
     for source, n in ov.dead_lettered.items():
         if source in out:
             out[source].dead_lettered = n

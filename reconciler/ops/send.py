@@ -34,11 +34,12 @@ def receiver_url(settings: Settings, source: str) -> str:
     return f"http://{host}:{settings.receiver.port}/webhooks/{source}"
 
 
-def _signed_url(settings: Settings, to: str) -> str:
-    """The URL a provider that signs the URL signs: the one the receiver will check, its
-    ``public_url`` with the path and query when it has one."""
+def _signed_url(settings: Settings, to: str, chosen: bool) -> str:
+    """The URL a provider that signs the URL signs. A URL chosen with ``--to`` is signed as it is,
+    as the provider signs the URL it calls; this configuration's own receiver checks its
+    ``public_url`` with the path and query when it has one, so that one is signed."""
     public = settings.receiver.public_url
-    if not public:
+    if chosen or not public:
         return to
     parts = urlsplit(to)
     return public.rstrip("/") + parts.path + (f"?{parts.query}" if parts.query else "")
@@ -100,7 +101,7 @@ def send_samples(
     secret = source.signing_secrets()[0]
     options = options_of(source, secrets=False)
     url = check_http_url(to) if to else receiver_url(settings, name)
-    signed_url = _signed_url(settings, url)
+    signed_url = _signed_url(settings, url, chosen=bool(to))
     http = client or httpx.Client(timeout=30, follow_redirects=False)
     out = []
     try:
@@ -117,7 +118,9 @@ def send_samples(
                 raise ActionRefusedError(
                     f"{url}: cannot be reached ({exc.__class__.__name__}){hint}"
                 ) from None
-            event_id, said = sample.event_id, response.text[:120].strip()
+            # an answer the provider expects instead of the receiver's JSON (Twilio's TwiML or
+            # empty 200) says no more than its status
+            event_id, said = sample.event_id, response.text[:120].strip() or "(empty answer)"
             try:
                 document = response.json()
             except ValueError:

@@ -17,6 +17,7 @@ from reconciler.storage.models import (
     OUTBOX,
     OUTBOX_ATTEMPTS,
     PROCESSING_ATTEMPTS,
+    AttemptOutcome,
     DiscrepancyStatus,
     EventStatus,
     OutboxStatus,
@@ -54,7 +55,7 @@ def failures_by_class(
         .where(
             a.c.finished_at >= start,
             a.c.finished_at < end,
-            a.c.outcome.in_((EventStatus.FAILED, EventStatus.DEAD)),
+            a.c.outcome.in_((EventStatus.FAILED, EventStatus.DEAD, AttemptOutcome.INTERRUPTED)),
         )
         .group_by(a.c.source, a.c.error_class)
     )

@@ -8,14 +8,20 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine, select
 
+from connectors.parsing import ParsedEvent, parse_stripe
 from reconciler.cli.main import main
+from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS
 from tests.deliveries import stripe_delivery
 from tests.integration.test_worker import put
@@ -463,3 +469,115 @@ def test_events_show_masks_the_payload_unless_raw(
     assert main(["events", "show", "evt_pii", "--source", "stripe", "--raw", "--config", cfg]) == 0
     raw = capsys.readouterr().out
     assert all(v in raw for v in PLANTED_VALUES)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    header=st.sampled_from(["x-customer-note", "x-forwarded-for", "user-agent", "x-ref"]),
+    planted=st.sampled_from(
+        [
+            "4000 0566 5566 5556",
+            "4242424242424242",
+            "5555-5555-5555-4444",
+            "4111.1111.1111.1111",
+            "DE89 3704 0044 0532 0130 00",
+            "GB82WEST12345698765432",
+        ]
+    ),
+    around=st.text(st.characters(blacklist_categories=("Nd", "Nl", "No", "Lu", "Cs")), max_size=12),
+)
+def test_events_show_masks_card_numbers_and_ibans_in_the_stored_headers(
+    db_url: str,
+    engine: Engine,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    header: str,
+    planted: str,
+    around: str,
+) -> None:
+    """Headers are kept as received: any one may carry a card number or an IBAN, shown masked
+    as the body's are (``--json`` too), as received with ``--raw``."""
+    cfg = str(write_config(tmp_path, db_url))
+    assert main(["init", "--config", cfg]) == 0
+    event_id = f"evt_h{abs(hash((header, planted, around)))}"
+    _headers, body = stripe_delivery(event_id)
+    item = IncomingEvent(
+        "stripe",
+        parse_stripe({}, body),
+        body,
+        {header: f"{around} {planted} {around}", "stripe-signature": "<masked>"},
+        datetime.now(UTC),
+        "application/json",
+    )
+    with engine.begin() as conn:
+        store_items(conn, [item])
+    capsys.readouterr()
+    show = ["events", "show", event_id, "--source", "stripe", "--config", cfg]
+    assert main([*show, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["event"]["headers"]
+    # (a header that is the number alone is <masked> whole; the text around it stays)
+    assert "<masked>" in shown[header] and not any(c.isdigit() for c in shown[header])
+    assert shown[header].replace("<masked>", "").strip() == f"{around}  {around}".strip()
+    assert main([*show, "--json", "--raw"]) == 0
+    assert json.loads(capsys.readouterr().out)["event"]["headers"][header] == item.headers[header]
+
+
+SMS = {
+    "MessageSid": "SM9876543210fedcba9876543210fedcba",
+    "AccountSid": "AC0123456789abcdef0123456789abcdef",
+    "SmsStatus": "received",
+    "Body": "my door code is 1234",
+    "From": "+15005550001",
+    "To": "+15005550006",
+    "FromCity": "Springfield",
+}
+
+
+def test_twilio_phone_numbers_and_message_text_are_masked_unless_configured_shown(
+    db_url: str, engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(tmp_path, db_url)
+    twilio = '\n[[sources]]\nname = "sms"\nkind = "twilio"\nsigning_secret_env = "T_TWILIO"\n'
+    config.write_text(config.read_text() + twilio)
+    cfg = str(config)
+    assert main(["init", "--config", cfg]) == 0
+    body = urlencode(SMS).encode()
+    item = IncomingEvent(
+        "sms",
+        ParsedEvent(
+            SMS["MessageSid"],
+            event_type="message.received",
+            object_type="message",
+            object_id=SMS["MessageSid"],
+        ),
+        body,
+        {},
+        datetime.now(UTC),
+        "application/x-www-form-urlencoded",
+    )
+    with engine.begin() as conn:
+        store_items(conn, [item])
+    show = ["events", "show", SMS["MessageSid"], "--source", "sms", "--json", "--config", cfg]
+    capsys.readouterr()
+    assert main(show) == 0
+    payload = json.loads(json.loads(capsys.readouterr().out)["event"]["body"])
+    assert {k: payload[k] for k in ("From", "To", "Body")} == dict.fromkeys(
+        ("From", "To", "Body"), "<masked>"
+    )
+    assert payload["SmsStatus"] == "received" and payload["MessageSid"] == SMS["MessageSid"]
+
+    # [dashboard] show_personal_fields = true: shown; configured PII keys stay masked
+    config.write_text(
+        config.read_text().replace(
+            "[receiver]",
+            '[dashboard]\nshow_personal_fields = true\nmask_fields = ["FromCity"]\n\n[receiver]',
+        )
+    )
+    assert main(show) == 0
+    payload = json.loads(json.loads(capsys.readouterr().out)["event"]["body"])
+    assert {k: payload[k] for k in ("From", "To", "Body")} == {
+        k: SMS[k] for k in ("From", "To", "Body")
+    }
+    assert payload["FromCity"] == "<masked>"

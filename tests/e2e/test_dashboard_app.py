@@ -669,3 +669,52 @@ def test_permalinks_are_absolute_with_public_url_and_say_so_without(
         at.run()
         captions = " ".join(c.value for c in at.caption)
         assert expected in captions, captions
+
+
+TWILIO_SOURCE = '\n[[sources]]\nname = "sms"\nkind = "twilio"\nsigning_secret_env = "T_TWILIO"\n'
+
+
+@pytest.mark.parametrize("shown", [False, True])
+def test_the_event_view_masks_twilio_personal_fields_and_payment_data_in_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shown: bool
+) -> None:
+    from urllib.parse import urlencode
+
+    from connectors.parsing import ParsedEvent
+    from reconciler.inbox.store import IncomingEvent, store_items
+
+    url = f"sqlite:///{tmp_path / 'dash.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    extra = "show_personal_fields = true" if shown else ""
+    config = write_config(tmp_path, url, stripe_extra=TWILIO_SOURCE, dashboard_extra=extra)
+    monkeypatch.setenv("HOOKLEDGER_CONFIG", str(config))
+    sms = {
+        "MessageSid": "SM1",
+        "SmsStatus": "received",
+        "From": "+15005550001",
+        "To": "+15005550006",
+    }
+    sms["Body"] = "door code 1234"
+    item = IncomingEvent(
+        "sms",
+        ParsedEvent("SM1", event_type="message.received", object_type="message", object_id="SM1"),
+        urlencode(sms).encode(),
+        {"x-note": "card 4111.1111.1111.1111", "user-agent": "TwilioProxy/1.1"},
+        datetime.now(UTC),
+        "application/x-www-form-urlencoded",
+    )
+    with engine.begin() as conn:
+        store_items(conn, [item])
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("views/events.py")
+    at.query_params["source"], at.query_params["event_id"] = "sms", "SM1"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    payload = at.code[0].value
+    for key in ("From", "To", "Body"):
+        assert (sms[key] in payload) is shown, (key, payload)
+    assert "received" in payload
+    headers = at.json[0].value
+    assert "4111" not in headers and "<masked>" in headers and "TwilioProxy/1.1" in headers
+    engine.dispose()

@@ -17,6 +17,7 @@ from reconciler.inbox.replay import replay_event
 from reconciler.inbox.worker import Worker
 from reconciler.ops.dead_letters import DeadFilter, replay_matching
 from reconciler.storage.models import APPLIED, INBOX_EVENTS
+from reconciler.storage.models import PROCESSING_ATTEMPTS as A
 from tests.balances import balances
 from tests.conftest import make_settings
 from tests.integration.test_worker import put, row
@@ -117,8 +118,6 @@ def test_a_replay_applies_again_a_retry_does_not(
 
 
 def _last_attempt_note(engine: Engine, inbox_id: int) -> str:
-    from reconciler.storage.models import PROCESSING_ATTEMPTS as A
-
     with engine.connect() as conn:
         return str(
             conn.execute(
@@ -177,6 +176,10 @@ def test_abandoned_attempts_count_hangs_until_dead_as_hung(engine: Engine, db_ur
             outcomes.append((done.status.value, done.hangs))
             assert release_owner(conn, owner, now) == 1  # evt_next given back
     assert outcomes == [("failed", 1), ("dead", 2)]
+    with engine.connect() as conn:
+        recorded = conn.execute(select(A.c.attempt, A.c.worker, A.c.outcome).order_by(A.c.id)).all()
+    # each attempt that never came back has its row: interrupted, then the one that made it dead
+    assert [tuple(r) for r in recorded] == [(1, "w-1", "interrupted"), (2, "w-2", "dead")]
     hung = row(engine, "evt_hung")
     assert hung.error_class == "hung" and "max_hangs = 2" in hung.last_error
     assert row(engine, "evt_next").status == "pending" and row(engine, "evt_next").hangs == 0

@@ -353,3 +353,56 @@ def test_a_quoted_key_is_the_bare_key_and_re_serialised_json_is_the_same_request
         headers={"Idempotency-Key": "bytes-key", "Content-Type": "application/json"},
     )
     assert other.status_code == 422 and len(strict_orders.created) == 1
+
+
+def test_another_query_string_or_content_type_is_another_request(api: Callable[..., Any]) -> None:
+    """The key's first request was ``POST /orders?dry_run=1``: the same body without the query (or
+    the same bytes sent as another type) is another request, refused with 422, and the app does not
+    run it."""
+    orders, url = api()
+    body, json_type = b'{"item": "book"}', {"Content-Type": "application/json"}
+    first = httpx.post(
+        f"{url}/orders?dry_run=1", content=body, headers={"Idempotency-Key": "q1", **json_type}
+    )
+    same = httpx.post(
+        f"{url}/orders?dry_run=1", content=body, headers={"Idempotency-Key": "q1", **json_type}
+    )
+    no_query = httpx.post(
+        f"{url}/orders", content=body, headers={"Idempotency-Key": "q1", **json_type}
+    )
+    assert (first.status_code, same.status_code, no_query.status_code) == (201, 201, 422)
+    assert same.headers["idempotent-replayed"] == "true" and len(orders.created) == 1
+
+    canonical = b'{"item":"book"}'  # (so that only the type differs, not the compared bytes)
+    httpx.post(f"{url}/orders", content=canonical, headers={"Idempotency-Key": "t1", **json_type})
+    as_text = httpx.post(
+        f"{url}/orders",
+        content=canonical,
+        headers={"Idempotency-Key": "t1", "Content-Type": "text/plain"},
+    )
+    assert as_text.status_code == 422 and len(orders.created) == 2
+
+
+def test_a_json_body_naming_a_key_twice_is_refused_not_read_by_its_last_value(
+    api: Callable[..., Any], engine: Engine
+) -> None:
+    """``{"amount": 1, "amount": 1000}``: one parser reads 1, another 1000; a repeat that changed
+    the first value would otherwise pass as the same request."""
+    orders, url = api()
+    twice = httpx.post(
+        f"{url}/orders",
+        content=b'{"item": "book", "amount": 1, "amount": 1000}',
+        headers={"Idempotency-Key": "dup", "Content-Type": "application/json"},
+    )
+    assert twice.status_code == 400
+    assert twice.headers["content-type"] == "application/problem+json"
+    assert "'amount' more than once" in twice.json()["detail"]
+    assert orders.created == []
+    with engine.connect() as conn:
+        assert conn.execute(select(IDEMPOTENCY_KEYS)).all() == []  # nothing kept: not begun
+    nested = httpx.post(
+        f"{url}/orders",
+        content=b'{"item": {"sku": 1, "sku": 2}}',
+        headers={"Idempotency-Key": "dup2", "Content-Type": "application/json"},
+    )
+    assert nested.status_code == 400 and orders.created == []

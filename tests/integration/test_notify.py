@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, insert, select, update
 from standardwebhooks import Webhook
 
 from reconciler.config import Settings
@@ -309,7 +309,9 @@ def test_a_failed_or_missed_scheduled_run_is_told_and_a_failed_cli_run_is_not(
         assert missed["data"]["sources"] == ["stripe"]
 
 
-def test_a_new_install_or_target_is_not_told_the_past(engine: Engine) -> None:
+def test_a_new_install_or_target_is_not_told_past_runs_but_what_is_still_open(
+    engine: Engine,
+) -> None:
     with http_sink() as (sink, server):
         settings = with_targets(
             make_settings(reconcile={"schedule": "0 2 * * *"}), webhook_target(f"{server.url}/hook")
@@ -318,7 +320,55 @@ def test_a_new_install_or_target_is_not_told_the_past(engine: Engine) -> None:
         add_dead(engine, "stripe", ["evt_old"], T0 - timedelta(hours=1))
         dispatch(engine, settings, scheduled=["stripe"], clock=Clock(T0))
         dispatch(engine, settings, scheduled=["stripe"], clock=Clock(T0 + timedelta(days=1)))
-        assert sink.received == []  # no heartbeat before last night's slot: nothing was missed
+        # no heartbeat before last night's slot: nothing was missed; the old run is not told;
+        # the dead letter from before the target is still open: told on its first pass, once
+        [told] = [json.loads(b) for b in sink.bodies("/hook")]
+        assert told["type"] == "hookledger.dead_letters"
+        assert (told["data"]["source"], told["data"]["new"], told["data"]["dead_now"]) == (
+            "stripe",
+            1,
+            1,
+        )
+
+
+def test_the_first_notify_pass_of_a_target_added_later_tells_the_open_dead_letters(
+    engine: Engine,
+) -> None:
+    """``hookledger notify`` from cron: a target added to the configuration after dead letters
+    appeared is told on its first pass what is still open (not what was replayed since), and
+    the target told before is not told again."""
+    with http_sink() as (sink, server):
+        first = with_targets(make_settings(), webhook_target(f"{server.url}/hook"))
+        dispatch(engine, first, clock=Clock(T0))
+        add_dead(engine, "stripe", ["evt_1", "evt_2"], T0 + timedelta(minutes=1))
+        add_dead(engine, "github", ["gh_fixed"], T0 + timedelta(minutes=1), event_type="push")
+        dispatch(engine, first, clock=Clock(T0 + timedelta(minutes=2)))
+        assert len(sink.bodies("/hook")) == 2  # told both sources as they appeared
+        with engine.begin() as conn:  # gh_fixed replayed and processed since
+            conn.execute(
+                update(INBOX_EVENTS)
+                .where(INBOX_EVENTS.c.event_id == "gh_fixed")
+                .values(status="processed")
+            )
+
+        later = with_targets(
+            make_settings(),
+            webhook_target(f"{server.url}/hook"),
+            webhook_target(f"{server.url}/later", name="later"),
+        )
+        reports = dispatch(engine, later, clock=Clock(T0 + timedelta(minutes=30)))
+        assert reports["later"].recorded == 1  # not "0 new"
+        [told] = [json.loads(b) for b in sink.bodies("/later")]
+        assert told["type"] == "hookledger.dead_letters"
+        assert {k: told["data"][k] for k in ("source", "new", "dead_now", "types")} == {
+            "source": "stripe",
+            "new": 2,
+            "dead_now": 2,
+            "types": {"invoice.paid": 2},
+        }
+        assert len(sink.bodies("/hook")) == 2  # the first target was told already
+        dispatch(engine, later, clock=Clock(T0 + timedelta(hours=2)))
+        assert len(sink.bodies("/later")) == 1  # and the new one once
 
 
 def test_the_rate_limit_holds_back_and_the_next_message_says_how_many(engine: Engine) -> None:

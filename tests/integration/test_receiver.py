@@ -14,12 +14,13 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from connectors.parsing import MASK
+from connectors.signatures import shopify_sign
 from reconciler.inbox.handlers import HandlerRegistry
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
 from reconciler.storage.engine import make_engine
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
-from tests.conftest import make_settings
+from tests.conftest import SECRETS, make_settings
 from tests.deliveries import (
     generic_delivery,
     github_delivery,
@@ -85,13 +86,69 @@ def test_shopify_keeps_event_id_topic_and_triggered_at(receiver: str, engine: En
     httpx.post(f"{receiver}/webhooks/shopify", content=body, headers=headers).raise_for_status()
     with engine.connect() as conn:
         row = conn.execute(select(INBOX_EVENTS)).one()
+        delivery = conn.execute(select(DELIVERIES.c.delivery_id)).scalar_one()
     assert (
-        row.event_id == "wh-1"
+        row.event_id == f"orders/paid:{headers['X-Shopify-Event-Id']}"
         and row.event_type == "orders/paid"
         and row.object_id == "820982911946154508"
     )
+    assert delivery == "wh-1"  # the webhook id stays the delivery's own
     assert row.headers["x-shopify-event-id"] == headers["X-Shopify-Event-Id"]
     assert row.headers["x-shopify-triggered-at"] == headers["X-Shopify-Triggered-At"]
+
+
+def _resigned(headers: dict[str, str], body: bytes) -> dict[str, str]:
+    return {**headers, "X-Shopify-Hmac-Sha256": shopify_sign(body, SECRETS["shopify"])}
+
+
+def test_shopify_one_event_id_of_one_topic_is_one_event_across_subscriptions(
+    receiver: str, engine: Engine
+) -> None:
+    """Two subscriptions to one topic: two deliveries, their own webhook ids, one event id
+    (https://shopify.dev/docs/apps/build/webhooks/ignore-duplicates)."""
+    headers, body = shopify_delivery(webhook_id="wh-sub-1", topic="orders/create")
+    other = {**headers, "X-Shopify-Webhook-Id": "wh-sub-2"}
+    with httpx.Client(base_url=receiver) as client:
+        first = client.post("/webhooks/shopify", content=body, headers=headers)
+        second = client.post("/webhooks/shopify", content=body, headers=other)
+        # the same merchant action's other topic is its own event
+        paid_headers = {
+            **headers,
+            "X-Shopify-Topic": "orders/paid",
+            "X-Shopify-Webhook-Id": "wh-paid",
+        }
+        paid = client.post("/webhooks/shopify", content=body, headers=paid_headers)
+        # a changed body under the same topic and event id is a conflict, not a new event
+        changed = json.dumps({"id": 820982911946154508, "updated_at": "2026-11-30T11:00:00Z"})
+        third = client.post(
+            "/webhooks/shopify",
+            content=changed.encode(),
+            headers=_resigned({**headers, "X-Shopify-Webhook-Id": "wh-sub-3"}, changed.encode()),
+        )
+    assert [r.json()["status"] for r in (first, second, paid, third)] == [
+        "accepted",
+        "duplicate",
+        "accepted",
+        "conflict",
+    ]
+    event = headers["X-Shopify-Event-Id"]
+    assert second.json()["event_id"] == first.json()["event_id"] == f"orders/create:{event}"
+    assert counts(engine) == (2, {"accepted": 2, "duplicate": 1, "conflict": 1})
+    with engine.connect() as conn:
+        ids = conn.execute(select(DELIVERIES.c.delivery_id).order_by(DELIVERIES.c.id)).scalars()
+        assert list(ids) == ["wh-sub-1", "wh-sub-2", "wh-paid", "wh-sub-3"]
+
+
+def test_shopify_without_an_event_id_is_named_by_its_webhook_id(
+    receiver: str, engine: Engine
+) -> None:
+    headers, body = shopify_delivery(webhook_id="wh-alone")
+    del headers["X-Shopify-Event-Id"]
+    answer = httpx.post(f"{receiver}/webhooks/shopify", content=body, headers=headers)
+    assert answer.json() == {"status": "accepted", "event_id": "wh-alone"}
+    again = {**headers, "X-Shopify-Webhook-Id": "wh-other"}
+    second = httpx.post(f"{receiver}/webhooks/shopify", content=body, headers=again)
+    assert second.json() == {"status": "accepted", "event_id": "wh-other"}
 
 
 def _counting_registry(calls: list[str]) -> HandlerRegistry:
@@ -296,6 +353,7 @@ def test_storage_failure_is_not_acknowledged(tmp_path: Path, serve: Any) -> None
     response = httpx.post(f"{url}/webhooks/stripe", content=body, headers=headers)
     assert response.status_code == 503
     assert response.json() == {"status": "error", "reason": "storage unavailable"}
+    assert response.headers["retry-after"] == "5"  # every 503 says when to send it again
     assert (
         httpx.get(f"{url}/healthz").status_code == 200
     )  # the database answers; the table is missing

@@ -202,6 +202,23 @@ def test_log_lines_escape_stranger_chosen_values() -> None:
     assert line == "INFO got a\\x0aINFO b source=forged\\x0aINFO admin logged in"
 
 
+def test_a_card_number_in_the_url_path_is_masked_in_the_log_line(
+    receiver: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from reconciler.logs import _json_formatter
+
+    caplog.set_level(logging.INFO, logger="reconciler.inbox")
+    with httpx.Client(base_url=receiver) as client:
+        for path in ("4111111111111111", "4111-1111-1111-1111", "4111.1111.1111.1111"):
+            assert client.post(f"/webhooks/{path}", content=b"{}").status_code == 404
+    rejected = [r for r in caplog.records if r.getMessage() == "delivery rejected"]
+    assert len(rejected) == 3
+    text, as_json = _FieldsFormatter("%(message)s"), _json_formatter()
+    for r in rejected:
+        for line in (text.format(r), as_json.format(r)):
+            assert "1111" not in line and "<masked>" in line, line
+
+
 def test_limiter_allows_per_client_per_minute_and_bounds_its_table() -> None:
     limiter = PerClientLimiter(2, max_clients=3)
     assert [limiter.allow("a", 0.0) for _ in range(3)] == [True, True, False]

@@ -348,3 +348,23 @@ def test_events_the_scan_listed_inside_the_grace_period_are_not_asked_again(
     second = scenario.reconciler(clock=lambda: later, connector_factory=counting).run("stripe")
     assert second.status == "succeeded" and asked == ["evt_forged_new"]
     assert ("orphaned", "evt_forged_new", "") in scenario.found()
+
+
+def test_an_unlisted_event_the_inbox_did_not_get_by_webhook_is_no_orphan(
+    scenario: Scenario,
+) -> None:
+    """An orphan is a delivery the source never sent: a stored event that came from the source's
+    own listing (a backfill) and is not listed now is not one, whatever the window holds."""
+    unforge(scenario)
+    received = datetime.now(UTC) - timedelta(hours=2)
+    forge(scenario.engine, "evt_backfilled", "charge.succeeded", received)
+    forge(scenario.engine, "evt_webhook", "charge.succeeded", received)
+    with scenario.engine.begin() as conn:
+        conn.execute(
+            update(INBOX_EVENTS)
+            .where(INBOX_EVENTS.c.event_id == "evt_backfilled")
+            .values(origin="backfill")
+        )
+    scenario.reconciler().run("stripe")
+    orphans = {r for k, r, _ in scenario.found() if k == "orphaned"}
+    assert orphans == {"evt_webhook"}  # judged, and the backfilled one is not

@@ -295,6 +295,12 @@ def test_a_killed_worker_process_loses_its_lease_and_the_event_runs_once(
         assert (r.status, r.attempts) == ("processed", 2)
         with engine.connect() as conn:
             assert [x.worker for x in conn.execute(select(runs))] == ["survivor"]
+        # the killed attempt has its row: recorded when its lease ran out and the event was taken
+        # back, with the worker that ran it and when it started
+        killed, done = attempts(engine)
+        assert (killed.attempt, killed.worker, killed.outcome) == (1, "victim", "interrupted")
+        assert "ran out" in killed.error and killed.started_at <= killed.finished_at
+        assert (done.attempt, done.worker, done.outcome) == (2, "survivor", "processed")
 
 
 def test_a_crash_loop_kills_only_the_poison_event(

@@ -241,6 +241,24 @@ def test_counts_frame_is_timezone_aware_in_the_viewers_zone() -> None:
     assert frames.counts_frame([], width).empty
 
 
+def test_an_interrupted_attempt_counts_as_a_failed_attempt() -> None:
+    """A killed or abandoned attempt is recorded ``interrupted``: the overview's "Failed attempts"
+    still counts it, as it counted abandoned attempts before they had an outcome of their own."""
+    from reconciler.ops.overview import Overview, kpis
+    from reconciler.ops.timerange import TimeRange
+
+    counts = [
+        BucketCount(1, "stripe", "interrupted", 2),
+        BucketCount(1, "stripe", "failed", 1),
+        BucketCount(1, "stripe", "processed", 3),
+    ]
+    ov = Overview(
+        TimeRange.last(timedelta(hours=1), NOW), 60, NOW, ("stripe",), [], counts, [], [], {}, []
+    )
+    [stripe] = kpis(ov, 3600)
+    assert (stripe.failed, stripe.processed) == (3, 3)
+
+
 def test_history_breaks_its_line_where_snapshots_stop() -> None:
     points = [("stripe", b, 5.0, 60.0) for b in (10, 11, 12, 20, 21)] + [("github", 10, 1.0, 0.0)]
     frame = frames.history_frame(points, 60, every_seconds=60)

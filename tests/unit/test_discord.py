@@ -69,6 +69,18 @@ def test_a_stale_signature_is_refused() -> None:
         )
 
 
+@given(ahead=st.integers(301, 10**9))
+def test_a_signature_from_the_future_is_refused(ahead: int) -> None:
+    """A validly signed request stamped ahead of now would stay replayable until the clock caught
+    up: refused beyond the tolerance, as a stale one is; within it, clock skew, accepted."""
+    body = b'{"type":0}'
+    with pytest.raises(SignatureError, match="too new"):
+        verify_discord(
+            signed(body, ts=NOW + ahead), body, VECTOR["public_key"], now=NOW, tolerance=300
+        )
+    verify_discord(signed(body, ts=NOW + 300), body, VECTOR["public_key"], now=NOW, tolerance=300)
+
+
 def test_a_ping_is_answered_204_and_is_no_event() -> None:
     verdict = parse_discord(b'{"version":1,"application_id":"111","type":0}')
     assert isinstance(verdict, Handshake) and verdict.reply.status == 204

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.idempotency.keys import (
     _KEY,
+    DuplicateKeyError,
     RoutePolicy,
     canonical_body,
+    fingerprint,
+    media_type,
     parse_key,
     policy_for,
 )
@@ -58,3 +62,30 @@ def test_the_first_matching_route_policy_wins() -> None:
     assert policy_for(policies, default, "PUT", "/payments") is default
     assert policy_for(policies, default, "DELETE", "/orders/7") is loose
     assert policy_for(policies, default, "POST", "/likes") is default
+
+
+@given(
+    st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), min_size=1),
+    st.data(),
+)
+def test_a_json_body_that_names_a_key_twice_is_refused_at_any_depth(
+    document: dict[str, object], data: st.DataObject
+) -> None:
+    import json
+
+    key = data.draw(st.sampled_from(sorted(document)))
+    inner = json.dumps(document)[1:-1]
+    repeated = "{" + inner + ", " + json.dumps(key) + ": " + json.dumps("other") + "}"
+    for body in (repeated, '{"outer": ' + repeated + "}", "[" + repeated + "]"):
+        with pytest.raises(DuplicateKeyError, match="more than once"):
+            canonical_body(body.encode(), "application/json")
+        assert canonical_body(body.encode(), "text/plain") == body.encode()  # bytes: as sent
+
+
+def test_the_content_type_is_compared_by_its_media_type_case_and_its_parameters() -> None:
+    assert media_type("Application/JSON ; charset=utf-8") == "application/json;charset=utf-8"
+    assert media_type(None) == media_type("") == ""
+    base = fingerprint("POST", "/o", b"", "application/json", b"{}")
+    assert base == fingerprint("POST", "/o", b"", "APPLICATION/json", b"{}")
+    assert base != fingerprint("POST", "/o", b"", "application/json; charset=latin-1", b"{}")
+    assert base != fingerprint("POST", "/o", b"", "text/plain", b"{}")

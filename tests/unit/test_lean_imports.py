@@ -70,5 +70,5 @@ def test_only_a_discord_source_loads_cryptography() -> None:
     registry that every command imports."""
     core = "\n".join(f"import {name}" for name in CORE)
     assert _imported_after(core + "\nimport connectors.registry", ("cryptography",)) == []
-    discord = "from connectors.discord import _public_key\n_public_key('00' * 32)"
+    discord = "from connectors.discord import ed25519_public_key\ned25519_public_key('00' * 32)"
     assert _imported_after(discord, ("cryptography.hazmat",)) != []

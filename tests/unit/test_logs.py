@@ -9,6 +9,8 @@ import logging
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reconciler.logs import RepeatFilter, configure_logging
 
@@ -125,3 +127,44 @@ def test_json_lines_drop_uvicorns_coloured_copy_of_the_message(
     document = json.loads(line)
     assert document["message"] == "Started server process [42]"
     assert "color_message" not in document and "\\u001b" not in line
+
+
+def _pan(body: str) -> str:
+    for check in "0123456789":
+        digits = body + check
+        total = sum(
+            (d * 2 - 9 if d * 2 > 9 else d * 2) if i % 2 else d
+            for i, d in enumerate(int(c) for c in reversed(digits))
+        )
+        if total % 10 == 0:
+            return digits
+    raise AssertionError("unreachable")
+
+
+@given(
+    pan=st.builds(
+        lambda first, rest: _pan(first + rest),
+        st.sampled_from("23456"),
+        st.text("0123456789", min_size=14, max_size=14),
+    ),
+    field=st.sampled_from(["source", "event_id", "reason", "target", "correlation_id"]),
+    sep=st.sampled_from(["", " ", "-", "."]),
+    before=st.text(st.characters(blacklist_categories=("Nd", "Cs")), max_size=10),
+)
+def test_a_card_number_in_a_log_field_is_masked_in_text_and_json(
+    pan: str, field: str, sep: str, before: str
+) -> None:
+    """Fields carry values strangers chose (a source name from the URL path, an event id): a card
+    number in one is masked as in the message, in both formats."""
+    from reconciler.logs import _FieldsFormatter, _json_formatter
+
+    shown = sep.join(pan[i : i + 4] for i in range(0, len(pan), 4))
+    rec = logging.LogRecord("reconciler.inbox", logging.INFO, __file__, 1, "rejected", None, None)
+    setattr(rec, field, f"{before}{shown}")
+    rec.status = 404  # a number stays a number
+    text = _FieldsFormatter("%(message)s").format(rec)
+    document = json.loads(_json_formatter().format(rec))
+    for line in (text, json.dumps(document, ensure_ascii=False)):
+        assert pan not in line.replace(sep, "") if sep else pan not in line
+    assert "<masked>" in document[field] and document["status"] == 404
+    assert text.startswith("rejected ") and "<masked>" in text

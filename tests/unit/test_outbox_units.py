@@ -270,17 +270,20 @@ def test_any_header_value_is_a_key_or_refused(values: list[bytes]) -> None:
         assert 1 <= len(key) <= 255 and key.isascii() and key.isprintable() and key == key.strip()
 
 
-def test_a_fingerprint_tells_method_path_query_and_body_apart() -> None:
-    base = fingerprint("POST", "/orders", b"", b"{}")
+def test_a_fingerprint_tells_method_path_query_content_type_and_body_apart() -> None:
+    json_type = "application/json"
+    base = fingerprint("POST", "/orders", b"", json_type, b"{}")
     variants = [
-        fingerprint("PUT", "/orders", b"", b"{}"),
-        fingerprint("POST", "/orders/", b"", b"{}"),
-        fingerprint("POST", "/orders", b"a=1", b"{}"),
-        fingerprint("POST", "/orders", b"", b"{} "),
-        fingerprint("POST", "/order", b"s", b"{}"),  # no ambiguity at the seams
+        fingerprint("PUT", "/orders", b"", json_type, b"{}"),
+        fingerprint("POST", "/orders/", b"", json_type, b"{}"),
+        fingerprint("POST", "/orders", b"a=1", json_type, b"{}"),
+        fingerprint("POST", "/orders", b"", json_type, b"{} "),
+        fingerprint("POST", "/order", b"s", json_type, b"{}"),  # no ambiguity at the seams
+        fingerprint("POST", "/orders", b"", "text/plain", b"{}"),
+        fingerprint("POST", "/orders", b"", None, b"{}"),
     ]
-    assert base == fingerprint("POST", "/orders", b"", b"{}")
-    assert len({base, *variants}) == 6
+    assert base == fingerprint("POST", "/orders", b"", "Application/JSON", b"{}")
+    assert len({base, *variants}) == 8
 
 
 # -- configuration -------------------------------------------------------------------------------

@@ -84,6 +84,7 @@ def test_json_path_and_masking() -> None:
         ("slack", "x-slack-signature"),
         ("twilio", "x-twilio-signature"),
         ("discord", "x-signature-ed25519"),
+        ("discord_interactions", "x-signature-ed25519"),
     ],
 )
 def test_each_provider_declares_its_signature_header_sensitive(kind: str, header: str) -> None:

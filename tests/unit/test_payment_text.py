@@ -104,3 +104,40 @@ def test_numbers_that_are_not_cards_are_left_alone() -> None:
         else:
             assert mask_payment_text(text) == text
     assert is_payment_data("4242 4242 4242 4242") and is_payment_data("DE89370400440532013000")
+
+
+def _printed(pan: str) -> str:
+    """A card number grouped with dots as issuers print it (4-6-5 for 15 digits, else fours)."""
+    if len(pan) == 15:
+        return f"{pan[:4]}.{pan[4:10]}.{pan[10:]}"
+    return _grouped(pan, ".")
+
+
+@given(pan=pans, before=around, after=around)
+def test_a_card_number_printed_with_dots_is_masked(pan: str, before: str, after: str) -> None:
+    text = f"{before} {_printed(pan)} {after}"
+    assert mask_payment_text(text) == f"{before} {MASK} {after}"
+    assert is_payment_data(_printed(pan))
+    assert Masker().mask({"ref": f"card:{_printed(pan)}."})["ref"] == f"card:{MASK}."
+
+
+@given(
+    version=st.lists(st.integers(0, 999), min_size=2, max_size=6),
+    ip=st.tuples(*[st.integers(0, 255)] * 4),
+    when=st.datetimes(),
+    before=around,
+)
+def test_versions_addresses_and_dotted_times_are_left_alone(
+    version: list[int], ip: tuple[int, ...], when: object, before: str
+) -> None:
+    import datetime as dt
+
+    assert isinstance(when, dt.datetime)
+    for text in (
+        "v" + ".".join(map(str, version)),
+        ".".join(map(str, ip)),
+        when.strftime("%Y.%m.%d.%H.%M.%S"),
+        when.strftime("%Y%m%d.%H%M%S.%f"),
+        when.strftime("%d.%m.%Y %H.%M.%S"),
+    ):
+        assert mask_payment_text(f"{before} {text}") == f"{before} {text}"

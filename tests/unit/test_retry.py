@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -182,3 +183,28 @@ def test_an_attempt_that_never_came_back_is_transient_until_the_hangs_make_it_de
     dead = failed(timeout, 1, hung=True)  # max_hangs reached, even on the first attempt
     assert dead.status is EventStatus.DEAD and dead.error_class is ErrorClass.HUNG
     assert dead.next_attempt_at is None
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ValueError("no such plan"),
+        json.JSONDecodeError("Expecting value", "{", 1),  # a ValueError: still the handler's data
+        KeyError("amount"),
+        TypeError("unsupported operand"),
+        IndexError("list index out of range"),  # a LookupError
+    ],
+    ids=lambda exc: type(exc).__name__,
+)
+def test_the_data_errors_docs_handlers_md_names_dead_letter_on_the_first_attempt(
+    exc: BaseException,
+) -> None:
+    """docs/handlers.md: ValueError, KeyError, TypeError and LookupError are permanent: the first
+    attempt is the last, not five attempts over minutes."""
+    assert classify_exception(exc) is ErrorClass.PERMANENT
+    got = failed(exc, 1)
+    assert (got.status, got.error_class, got.next_attempt_at) == (
+        EventStatus.DEAD,
+        ErrorClass.PERMANENT,
+        None,
+    )

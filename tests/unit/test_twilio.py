@@ -1,5 +1,7 @@
 """Twilio's URL signature, pure: the published vectors, twilio's own RequestValidator both ways, the
-JSON-body variant, the port either way, identity by resource and status, any form answered."""
+JSON-body variant, the port either way, identity by resource and status (or a JSON body's resource
+SID), any form answered, TwiML for an incoming message or call and an empty 200 for a status
+callback."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from twilio.request_validator import RequestValidator
 
 from connectors.errors import RejectedDelivery
 from connectors.parsing import form_fields
-from connectors.twilio import parse_twilio, twilio_sign, verify_twilio
+from connectors.twilio import answer, parse_twilio, twilio_sign, verify_twilio
 from connectors.webhooks import SignatureError
 
 VECTORS = json.loads(
@@ -168,3 +170,62 @@ def test_a_stored_callback_is_signed_afresh_for_the_url_it_is_sent_to() -> None:
     )
     with pytest.raises(UnsupportedError, match="cannot be re-signed"):
         PROVIDER.sign(options, {"content-type": "application/json"}, b"{}", "token", 0.0, target)
+
+
+@pytest.mark.parametrize(
+    ("fields", "twiml"),
+    [
+        ({"MessageSid": "SM1", "SmsStatus": "received", "Body": "hi"}, True),  # incoming message
+        (
+            {"CallSid": "CA1", "CallStatus": "ringing", "Direction": "inbound"},
+            True,
+        ),  # incoming call
+        ({"CallSid": "CA1", "CallStatus": "in-progress", "Digits": "1"}, True),  # <Gather> action
+        ({"MessageSid": "SM1", "SmsStatus": "sent", "MessageStatus": "sent"}, False),
+        (
+            {"CallSid": "CA1", "CallStatus": "completed", "CallbackSource": "call-progress-events"},
+            False,
+        ),
+        ({"CallSid": "CA1", "RecordingSid": "RE1", "RecordingStatus": "completed"}, False),
+        ({"TranscriptionSid": "TR1", "TranscriptionStatus": "completed"}, False),
+        ({"ConferenceSid": "CF1", "StatusCallbackEvent": "conference-end"}, False),
+    ],
+)
+def test_twiml_answers_an_incoming_message_or_call_an_empty_200_a_status_callback(
+    fields: dict[str, str], twiml: bool
+) -> None:
+    reply = answer(FORM, urlencode(fields).encode())
+    assert reply.status == 200
+    if twiml:
+        assert reply.body == b'<?xml version="1.0" encoding="UTF-8"?><Response/>'
+        assert reply.content_type == "text/xml"
+    else:
+        assert reply.body == b""
+    assert answer({"content-type": "application/json"}, b"{}").body == b""
+
+
+@pytest.mark.parametrize(
+    ("document", "event_id"),
+    [
+        ({"sid": "XX1", "CallSid": "CA1"}, "XX1"),  # its own id first, as before
+        ({"MessageSid": "SM1", "MessageStatus": "sent"}, "SM1:sent"),  # as its form is named
+        ({"SmsSid": "SM2"}, "SM2"),
+        ({"CallSid": "CA1"}, "CA1"),
+        ({"RecordingSid": "RE1"}, "RE1"),
+        ({"TranscriptionSid": "TR1"}, "TR1"),
+        ({"ConferenceSid": "CF1"}, "CF1"),
+    ],
+)
+def test_a_json_body_is_named_by_its_id_or_the_resource_sid_it_carries(
+    document: dict[str, str], event_id: str
+) -> None:
+    assert (
+        parse_twilio({"content-type": "application/json"}, json.dumps(document).encode()).event_id
+        == event_id
+    )
+
+
+def test_a_json_body_without_any_id_is_a_clear_400() -> None:
+    with pytest.raises(RejectedDelivery, match="MessageSid") as caught:
+        parse_twilio({"content-type": "application/json"}, b'{"Body": "no id"}')
+    assert caught.value.status_code == 400

@@ -6,6 +6,9 @@ identical on SQLite and PostgreSQL. Constraint names follow one naming conventio
 """
 
 from reconciler.states import (
+    AttemptOutcome as AttemptOutcome,
+)
+from reconciler.states import (
     DeliveryOutcome as DeliveryOutcome,
 )
 from reconciler.states import (

@@ -19,7 +19,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from reconciler.states import DeliveryOutcome, ErrorClass, EventOrigin, EventStatus
+from reconciler.states import (
+    AttemptOutcome,
+    DeliveryOutcome,
+    ErrorClass,
+    EventOrigin,
+    EventStatus,
+)
 from reconciler.storage.models.base import Base, BigId, _enum, _same_as
 
 
@@ -128,7 +134,8 @@ class ProcessingAttempt(Base):
     worker: Mapped[str] = mapped_column(String(128))
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
-    outcome: Mapped[EventStatus] = mapped_column(_enum(EventStatus))
+    # the status the attempt left its event in, or interrupted (AttemptOutcome: the same strings)
+    outcome: Mapped[AttemptOutcome] = mapped_column(_enum(AttemptOutcome))
     error_class: Mapped[ErrorClass | None] = mapped_column(_enum(ErrorClass))
     error: Mapped[str | None] = mapped_column(Text)
 
