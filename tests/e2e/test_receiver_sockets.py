@@ -8,6 +8,7 @@ another: every one is accepted, with a p99 under 100 ms.
 
 from __future__ import annotations
 
+import os
 import resource
 import shlex
 import socket
@@ -83,7 +84,10 @@ def test_idle_sockets_and_slow_bodies_neither_refuse_nor_slow_a_valid_sender(
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     needed = IDLE + SLOW + 200
     if hard < needed:
-        pytest.skip(f"this test holds {needed} sockets; the hard open-file limit is {hard}")
+        why = f"this test holds {needed} sockets; the hard open-file limit is {hard}"
+        if os.environ.get("HOOKLEDGER_E2E_REQUIRED"):  # CI: a measurement that must run
+            pytest.fail(why)
+        pytest.skip(why)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, needed), hard))
     process, url = _start(db_url, tmp_path)
     held: list[socket.socket] = []
