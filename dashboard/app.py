@@ -14,8 +14,9 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 import streamlit as st  # noqa: E402
+from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from dashboard import context  # noqa: E402
+from dashboard import context, signin  # noqa: E402
 
 st.set_page_config(page_title="hookledger", page_icon=":ledger:", layout="wide")
 
@@ -24,11 +25,21 @@ PAGES = [
     st.Page("views/discrepancies.py", title="Discrepancies", icon=":material/rule:"),
     st.Page("views/events.py", title="Events", icon=":material/search:"),
     st.Page("views/dead_letters.py", title="Dead letters", icon=":material/report:"),
+    st.Page("views/issues.py", title="Issues", icon=":material/bug_report:"),
     st.Page("views/outbox.py", title="Outbox", icon=":material/outbox:"),
     st.Page("views/runs.py", title="Runs", icon=":material/history:"),
 ]
 page = st.navigation(PAGES)
+landing = "_landed" not in st.session_state  # the session's first page
+st.session_state["_landed"] = True
+signin.come_back(PAGES, page)  # after signing in or out, the link that was open
 context.sidebar()
 context.sign_in_banner()
 context.show_flash()
-page.run()
+try:
+    if landing and page.url_path == "" and not st.query_params and context.issues_waiting():
+        st.switch_page("views/issues.py")  # the bare address lands where something needs a person
+    page.run()
+except SQLAlchemyError as exc:  # lost after the page's check: one line, not a traceback
+    st.error(context.lost(exc))
+    context.retry_until_reachable()

@@ -16,6 +16,7 @@ import streamlit as st
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from dashboard import signin
 from reconciler.config import Settings, load_config
 from reconciler.errors import HookledgerError
 from reconciler.ops.identity import Identity, require_operator, resolve_identity
@@ -156,13 +157,54 @@ def _schema_problem(eng: Engine, head: str | None, what: str, advice: str) -> st
     return None
 
 
+# how often a page that could not reach the database checks again, and comes back by itself
+RETRY_SECONDS = 5
+
+
 def guard() -> bool:
-    """Render a clear message instead of the page when the database cannot be used."""
-    problem = schema_problem()
+    """Render a clear message instead of the page when the database cannot be used; the page
+    checks again every ``RETRY_SECONDS`` and reruns itself once the database answers."""
+    with st.spinner("Checking the database…"):
+        problem = schema_problem()
     if problem:
         st.error(problem)
+        retry_until_reachable()
         return False
     return True
+
+
+def issues_waiting() -> bool:
+    """Whether an issue nobody acknowledged is open; False when that cannot be read (the page's
+    own check then says why)."""
+    from dashboard import data  # (data caches through this module: imported when asked)
+
+    try:
+        return data.open_issues(db_key()) > 0
+    except SQLAlchemyError:
+        return False
+
+
+def lost(exc: SQLAlchemyError) -> str:
+    """A database error that happened while a page read: one line naming the database."""
+    orig = getattr(exc, "orig", None)
+    reason = next((ln for ln in str(orig or exc).splitlines() if ln.strip()), type(exc).__name__)
+    return f"Cannot reach the database ({engine().url!r}) while reading this page: {reason.strip()}"
+
+
+def retry_until_reachable() -> None:
+    """Check the database again every ``RETRY_SECONDS`` (a fragment, so only the check reruns);
+    once it answers, rerun the whole page."""
+    st.caption(f"Checking again every {RETRY_SECONDS} s; the page comes back by itself.")
+    st.session_state["_db_retry_first"] = True
+
+    @st.fragment(run_every=RETRY_SECONDS)
+    def check() -> None:
+        if st.session_state.pop("_db_retry_first", False):
+            return  # the page's own run has just checked
+        if schema_problem() is None:
+            st.rerun(scope="app")
+
+    check()
 
 
 @dataclass(frozen=True)
@@ -190,26 +232,46 @@ def act(fn: Callable[[str], str]) -> ActionResult:
 
 def act_and_refresh(fn: Callable[[str], str]) -> None:
     """Run an action, then rerun the page at once so it shows what the action left, whether it
-    succeeded or failed (its message is shown at the top of the next run). A refusal before
-    anything was done (a read-only user) is shown here."""
+    succeeded or failed; its message is shown next to the form that asked for it. A refusal
+    before anything was done (a read-only user) is shown there too."""
+    form = st.session_state.pop("_submitted_form", None)
     result = act(fn)
-    flash(result)
-    if result.ok and "_submitted_form" in st.session_state:
-        st.session_state["_clear_form"] = st.session_state.pop("_submitted_form")
+    flash(result, at=form)
+    if result.ok and form is not None:
+        st.session_state["_clear_form"] = form
     st.rerun()
 
 
-def flash(result: ActionResult) -> None:
-    """Show ``result`` at the top of the next run."""
-    st.session_state["flash"] = (result.ok, result.message)
+def flash(result: ActionResult, at: str | None = None) -> None:
+    """Show ``result`` on the next run: next to the form or button ``at`` (``here(at)``), else at
+    the top of the page."""
+    st.session_state["flash"] = (result.ok, result.message, at)
 
 
 def show_flash() -> None:
-    """The message of the action that led to this run, once."""
+    """At the top of every run: the message of the action that led to it, once. One that belongs
+    next to its form is drawn here too and moved there when the form is drawn (``here``), so a
+    page that no longer draws the form (the item it acted on left the page's view) still says it."""
     shown = st.session_state.pop("flash", None)
-    if shown:
-        ok, message = shown
-        (st.success if ok else st.error)(message)
+    st.session_state.pop("_flash_here", None)
+    if not shown:
+        return
+    ok, message, at = shown
+    slot = st.empty()
+    with slot:
+        show_result(ActionResult(ok, message))
+    if at is not None:
+        st.session_state["_flash_here"] = (ok, message, at, slot)
+
+
+def here(at: str) -> None:
+    """Where the form or button ``at`` is: the message of the action it just did, moved here from
+    the top of the page."""
+    waiting = st.session_state.get("_flash_here")
+    if waiting and waiting[2] == at:
+        del st.session_state["_flash_here"]
+        waiting[3].empty()
+        show_result(ActionResult(waiting[0], waiting[1]))
 
 
 def tz() -> tzinfo:
@@ -247,6 +309,7 @@ def confirmed_form(
         st.warning("Tick the confirmation first.")
     if submitted and confirm:
         st.session_state["_submitted_form"] = key
+    here(key)
     return bool(submitted and confirm), reason, value
 
 
@@ -276,13 +339,15 @@ def sign_in_banner() -> None:
 
 def actor_caption() -> None:
     who = identity()
+    if who.auth_enabled:
+        signin.remember_on_click()  # signing in or out comes back to this page's link
     if who.auth_enabled and not who.signed_in:
         st.sidebar.caption("Read-only: sign in to act.")
-        if st.sidebar.button("Sign in"):
+        if st.sidebar.button("Sign in", key=signin.SIGN_IN_KEY):
             st.login()
     elif not who.can_act:
         st.sidebar.caption(f"Signed in as {who.name} (read-only)")
     else:
         st.sidebar.caption(f"Acting as **{who.name}**")
-    if who.signed_in and st.sidebar.button("Sign out"):
+    if who.signed_in and st.sidebar.button("Sign out", key=signin.SIGN_OUT_KEY):
         st.logout()

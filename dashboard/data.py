@@ -12,6 +12,7 @@ import streamlit as st
 from dashboard import context
 from reconciler.inbox.conflicts import ConflictBodies, conflict_bodies
 from reconciler.inbox.replay import EventDetail, event_detail
+from reconciler.issues.queries import IssueFilter, count_issues
 from reconciler.ops import (
     chain,
     dead_letters,
@@ -25,6 +26,7 @@ from reconciler.ops import (
 from reconciler.ops.timerange import TimeRange
 from reconciler.outbox import store as outbox_store
 from reconciler.reconcile.export import DiscrepancyFilter, count, money_impact
+from reconciler.states import IssueStatus
 
 TTL = context.ttl()
 
@@ -48,8 +50,8 @@ def list_discrepancies(
 
 
 @st.cache_data(ttl=TTL, max_entries=32, show_spinner=False)
-def impact(db: str, sources: tuple[str, ...]) -> list[dict[str, Any]]:
-    return context.read(money_impact, sources)
+def impact(db: str, flt: DiscrepancyFilter) -> list[dict[str, Any]]:
+    return context.read(money_impact, flt=flt)
 
 
 def discrepancy(
@@ -144,9 +146,13 @@ def messages_of_correlation(db: str, correlation_id: str) -> list[dict[str, Any]
 
 @st.cache_data(ttl=TTL, max_entries=16, show_spinner=False)
 def health_facts(
-    db: str, now: datetime, sources: tuple[str, ...], stuck_after: float
+    db: str,
+    now: datetime,
+    sources: tuple[str, ...],
+    stuck_after: float,
+    reconciled: tuple[str, ...],
 ) -> health.HealthFacts:
-    return context.read(health.health_facts, now, sources, stuck_after)
+    return context.read(health.health_facts, now, sources, stuck_after, reconciled)
 
 
 @st.cache_data(ttl=TTL, max_entries=64, show_spinner=False)
@@ -180,3 +186,9 @@ def list_dead(
 def outbox_dead_since(db: str, target: str, since: datetime) -> int:
     """Read fresh each time (not cached): the count an operator confirms a recovery by."""
     return context.read(outbox_store.count_dead_since, target, since)
+
+
+@st.cache_data(ttl=TTL, max_entries=8, show_spinner=False)
+def open_issues(db: str) -> int:
+    """Issues nobody has acknowledged yet (the bare address lands on Issues when any are)."""
+    return context.read(count_issues, IssueFilter(statuses=(IssueStatus.OPEN,)))

@@ -1,8 +1,11 @@
 """A page's state in its URL (``st.query_params``), so a link copied from the address bar reopens
 the same view.
 
-A page seeds each widget's state from the URL the first time it renders it (``seed``), creates the
-widget with that key and no default of its own, and writes the current values back (``publish``).
+The URL is the state: a page first calls ``arrive``, which drops the page's session state whenever
+the URL is not the one this page last wrote (a link was followed, the address bar or back/forward
+changed it, another page was open). It then seeds each widget's state from the URL (``seed``),
+creates the widget with that key and no default of its own, and writes the current values back
+(``publish``), so a widget changed in place keeps its value and any navigation reads the URL.
 Values from the URL are hostile: one that does not parse or is not among the choices is dropped
 and the widget starts from its default.
 """
@@ -16,6 +19,29 @@ from typing import Any
 import streamlit as st
 
 from reconciler.ops.links import Param, param_text
+
+# (the page's key prefix, the URL's parameters) as this session last wrote or read them
+_LAST = "_url_last"
+# an in-app link changes the server's query parameters but not always the browser's address bar:
+# the first publish after a navigation writes the URL even when it looks unchanged
+_SEND = "_url_send"
+
+
+def _current() -> dict[str, list[str]]:
+    return {k: st.query_params.get_all(k) for k in st.query_params}
+
+
+def arrive(prefix: str) -> bool:
+    """Start a page whose session keys all begin with ``prefix``. True, with those keys dropped,
+    when this is a navigation: the URL differs from what this page last published."""
+    here = (prefix, _current())
+    if st.session_state.get(_LAST) == here:
+        return False
+    for key in [k for k in st.session_state if str(k).startswith(prefix)]:
+        del st.session_state[key]
+    st.session_state[_LAST] = here
+    st.session_state[_SEND] = True
+    return True
 
 
 def _first(param: str) -> str | None:
@@ -97,7 +123,9 @@ def parse_time(raw: str) -> datetime:
 def publish(values: Mapping[str, Param]) -> None:
     """Make the URL hold exactly these values (empty ones left out); unchanged URLs are not sent."""
     wanted = {k: t for k, v in values.items() if (t := param_text(v)) is not None}
-    current = {k: st.query_params.get_all(k) for k in st.query_params}
     normal = {k: v if isinstance(v, list) else [v] for k, v in wanted.items()}
-    if current != normal:
+    if _current() != normal or st.session_state.pop(_SEND, False):
         st.query_params.from_dict(wanted)
+    last = st.session_state.get(_LAST)
+    if last is not None:
+        st.session_state[_LAST] = (last[0], normal)

@@ -3,7 +3,7 @@ readable tables. They render only; what they show comes from ``reconciler.ops``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -28,11 +28,41 @@ LEVEL_BADGE = {
     Level.WARN: ":orange-badge[CHECK]",
     Level.BAD: ":red-badge[ACT]",
 }
+SILENCED_BADGE = ":gray-badge[SILENCED]"
 
 
-def _span_of(raw: str) -> timedelta:
-    """A URL's ``range``: ``now-1h`` (any minutes, hours or days), or the older codes ``1h``."""
-    return parse_relative(raw)
+# how the presets are written in a URL (as the docs write them: ``now-24h``, not ``now-1d``)
+PRESET_CODES = {
+    "Last 15 minutes": "now-15m",
+    "Last hour": "now-1h",
+    "Last 24 hours": "now-24h",
+    "Last 7 days": "now-7d",
+    "Last 30 days": "now-30d",
+}
+
+
+def _linked(raw: str | None) -> str | None:
+    """The label of a URL's ``range`` (``now-1h``, any minutes, hours or days; the older ``1h``),
+    None without one; a range that cannot be read is said on the page, then ignored."""
+    if not raw or raw == "custom":
+        return None
+    try:
+        return describe_span(parse_relative(raw))
+    except ValueError:
+        st.warning(
+            f"The link's range '{raw[:40]}' is not a range like now-1h, now-90m or now-7d: "
+            "showing the page's default instead."
+        )
+        return None
+
+
+def _code(label: str, raw: str | None, linked: str | None) -> str:
+    """The URL's ``range`` for a picked label: the link's own text when it is the link's range
+    (kept as written), else the preset's code."""
+    if raw and label == linked:
+        return raw
+    span = PRESETS.get(label) or _span_of_label(label)
+    return PRESET_CODES.get(label) or relative_code(span)
 
 
 def range_picker(
@@ -43,12 +73,7 @@ def range_picker(
     key = f"{prefix}_range"
     raw = st.query_params.get("range")
     choices = list(PRESETS)
-    linked: str | None = None
-    if raw and raw != "custom":
-        try:
-            linked = describe_span(_span_of(raw))
-        except ValueError:
-            linked = None  # a hostile or mistyped range: the default, as for any URL value
+    linked = _linked(raw)
     if linked is not None and linked not in choices:
         choices.append(linked)  # a link's own span joins the list for this page
     choices.append(CUSTOM)
@@ -58,7 +83,7 @@ def range_picker(
     label = (where or st).selectbox("Range", choices, key=key)
     if label != CUSTOM:
         span = PRESETS.get(label) or _span_of_label(label)
-        return TimeRange.last(span, now), {"range": relative_code(span)}
+        return TimeRange.last(span, now), {"range": _code(label, raw, linked)}
     day_ago = now - timedelta(days=1)
     ends: tuple[tuple[str, str, datetime], ...] = (("1", "from", day_ago), ("2", "to", now))
     for part, param, fallback in ends:
@@ -92,12 +117,42 @@ def range_picker(
     return TimeRange(start, end), {"range": "custom", "from": start, "to": end}
 
 
-def received_range(prefix: str, where: Any = None) -> tuple[datetime | None, datetime | None]:
-    """Two typed times (ISO 8601, UTC without a zone; empty for no bound), seeded from and kept in
-    the URL's ``from``/``to``; a time that does not parse stops the page with one clear line."""
+ANY_TIME = "Any time"
+
+
+def received_range(
+    prefix: str, where: Any = None
+) -> tuple[datetime | None, datetime | None, dict[str, Any]]:
+    """When the items were received: any time, a range relative to when the page was opened (the
+    presets, or any ``range=now-90m`` a link carries, kept as written), or two typed times (ISO
+    8601, UTC without a zone; ``from``/``to`` in the URL). Returns the bounds and the URL
+    parameters; a typed time that does not parse stops the page with one clear line."""
+    key = f"{prefix}_received"
+    raw = st.query_params.get("range")
+    typed = bool(st.query_params.get("from") or st.query_params.get("to"))
+    linked = _linked(raw)
+    choices = [ANY_TIME, *PRESETS]
+    if linked is not None and linked not in choices:
+        choices.append(linked)
+    choices.append(CUSTOM)
+    if key not in st.session_state:
+        st.session_state[key] = linked or (CUSTOM if raw == "custom" or typed else ANY_TIME)
+    box = where or st
+    label = box.selectbox("Received", choices, key=key)
+    if label == ANY_TIME:
+        return None, None, {}
+    if label != CUSTOM:
+        # anchored when picked, so the list's pages stay put while it is read
+        anchor_key = f"{prefix}_received_anchor"
+        anchored = st.session_state.get(anchor_key)
+        if not anchored or anchored[0] != label:
+            anchored = st.session_state[anchor_key] = (label, datetime.now(UTC))
+        span = PRESETS.get(label) or _span_of_label(label)
+        box.caption(f"Received after {anchored[1] - span:%Y-%m-%d %H:%M} UTC")
+        return anchored[1] - span, None, {"range": _code(label, raw, linked)}
     times: list[datetime | None] = []
-    cols = (where or st).columns(2)
-    for i, (param, label, example) in enumerate(
+    cols = box.columns(2)
+    for i, (param, label_, example) in enumerate(
         (
             ("from", "Received from", "2026-12-02T10:00"),
             ("to", "Received before", "2026-12-02T11:00"),
@@ -105,16 +160,16 @@ def received_range(prefix: str, where: Any = None) -> tuple[datetime | None, dat
     ):
         key = f"{prefix}_{param}"
         urlstate.seed(key, param, "", parse=lambda r: urlstate.parse_time(r).isoformat())
-        text = cols[i].text_input(label, key=key, placeholder=example).strip()
+        text = cols[i].text_input(label_, key=key, placeholder=example).strip()
         if not text:
             times.append(None)
             continue
         try:
             times.append(urlstate.parse_time(text))
         except ValueError:
-            st.error(f"{label}: '{text}' is not a time like {example} (UTC).")
+            st.error(f"{label_}: '{text}' is not a time like {example} (UTC).")
             st.stop()
-    return times[0], times[1]
+    return times[0], times[1], {"range": "custom", "from": times[0], "to": times[1]}
 
 
 def _span_of_label(label: str) -> timedelta:
@@ -151,16 +206,25 @@ def link(target: PageLink, label: str) -> None:
     st.page_link(f"views/{target.page}.py", label=label, query_params=target.query() or None)
 
 
-def health_strip(signals: Sequence[Signal]) -> None:
+def health_strip(
+    signals: Sequence[Signal], controls: Callable[[Signal], None] | None = None
+) -> None:
+    """The strip: each signal's badge, figure and detail, a link to what it counts, and
+    ``controls`` under a warning (silencing it, for operators)."""
     per_row = 4
     for first in range(0, len(signals), per_row):
         cols = st.columns(per_row)
         for i, signal in enumerate(signals[first : first + per_row]):
             with cols[i].container(border=True):
-                st.markdown(f"{LEVEL_BADGE[signal.level]} {signal.label}: **{signal.value}**")
+                badge = SILENCED_BADGE if signal.silenced else LEVEL_BADGE[signal.level]
+                st.markdown(f"{badge} {signal.label}: **{signal.value}**")
                 st.caption(signal.detail)
+                if signal.silenced:
+                    st.caption(signal.silenced)
                 if signal.link is not None:
                     link(signal.link, "Open")
+                if controls is not None and signal.level is Level.WARN:
+                    controls(signal)
 
 
 # an amount in the currency's units (frames.table): two decimals, the column still sorts as numbers

@@ -198,7 +198,7 @@ def cli_markdown() -> str:
         out += [f"## `hookledger {name}`", "", " ".join(entry.description.split()), "", "```"]
         out += [usage, "```", "", "Examples:", "", "```bash", *entry.examples, "```", ""]
         out += ["Exit status:", ""]
-        out += [f"- `{line[:1]}` {line[1:].strip()}" for line in entry.exits]
+        out += [f"- `{line.split()[0]}` {line.split(maxsplit=1)[1]}" for line in entry.exits]
         out.append("")
     return "\n".join(out)
 

@@ -19,6 +19,9 @@ FIELDS = (
     "source",
     "target",
     "event_id",
+    "event_type",
+    "outcome",
+    "ms",
     "correlation_id",
     "run_id",
     "error_class",
@@ -151,6 +154,25 @@ def _json_formatter() -> logging.Formatter:
         json_ensure_ascii=False,
         reserved_attrs=[*RESERVED_ATTRS, "color_message"],
     )
+
+
+def log_delivery(
+    log: logging.Logger,
+    fields: dict[str, Any],
+    event_type: str | None,
+    outcome: str,
+    seconds: float,
+) -> None:
+    """One INFO line per stored delivery: ``delivery accepted source=… event_id=… event_type=…
+    outcome=accepted ms=3.1``. Only names, ids and the outcome: never a header or a body (secrets,
+    signatures, payment data), and the formatters escape and mask the fields as every other's."""
+    extra = {
+        **fields,
+        "event_type": event_type or "-",
+        "outcome": outcome,
+        "ms": round(seconds * 1000, 1),
+    }
+    log.info("delivery %s", outcome, extra=extra)
 
 
 def configure_logging(level: str = "INFO", fmt: str = "text") -> None:

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, Engine, func, insert, select, update
 from reconciler.config import Settings
 from reconciler.cron import last_fire_time, prune_trigger_for, trigger_for
 from reconciler.inbox.metrics import oldest_unprocessed
+from reconciler.issues.refresh import refresh
 from reconciler.notify.dispatch import dispatch
 from reconciler.ops.rollup import record_snapshot_hourly, roll_up
 from reconciler.reconcile.run import Reconciler, RunSummary
@@ -33,6 +34,7 @@ from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
 NOTIFY_INTERVAL_SECONDS = 60  # dead letters and missed slots are looked for this often
+ISSUES_INTERVAL_SECONDS = 60  # failures are grouped into issues this often
 
 
 def snapshot(engine: Engine, settings: Settings) -> int:
@@ -159,9 +161,27 @@ def reconcile_all(
             _counts(summary.open_after),
             extra={"source": summary.source, "run_id": summary.run_id, "status": summary.status},
         )
+    refresh_issues(reconciler.engine, settings)  # a failed run is an issue at once
     if settings.notify:  # told at once, not at the next minute's pass; never fails the runs
         dispatch(reconciler.engine, settings, scheduled=names)
     return summaries
+
+
+def refresh_issues(engine: Engine, settings: Settings) -> None:
+    """Group what failed since the last pass into issues, resolve the quiet ones; never raises:
+    issues are a view of failures, and bringing them up to date must not fail a run."""
+    try:
+        report = refresh(engine, utcnow(), auto_resolve_after=settings.issues.auto_resolve_delta)
+    except Exception as exc:  # (the database is down: the next pass catches up from the mark)
+        log.warning("issues not brought up to date this time: %s: %s", type(exc).__name__, exc)
+        return
+    if report.opened or report.reopened or report.resolved:
+        log.info(
+            "issues: %d new, %d reopened, %d resolved (quiet)",
+            len(report.opened),
+            len(report.reopened),
+            len(report.resolved),
+        )
 
 
 def notify(engine: Engine, settings: Settings) -> None:
@@ -231,6 +251,15 @@ def build_scheduler(
             coalesce=True,
             max_instances=1,
         )
+    sched.add_job(
+        refresh_issues,
+        IntervalTrigger(seconds=ISSUES_INTERVAL_SECONDS),
+        args=[engine, settings],
+        id="issues",
+        name="failures grouped into issues",
+        coalesce=True,
+        max_instances=1,
+    )
     pruning = prune_trigger_for(settings)
     if pruning is not None:
         sched.add_job(

@@ -113,3 +113,18 @@ class DiscrepancyStatus(enum.StrEnum):
     OPEN = "open"
     RESOLVED = "resolved"
     IGNORED = "ignored"
+
+
+class IssueKind(enum.StrEnum):
+    """What failed, in an issue (``hookledger_issues``): each kind is read from its own table."""
+
+    DEAD_EVENT = "dead_event"  # an inbox event gave up (processing_attempts, outcome dead)
+    OUTBOX_FAILURE = "outbox_failure"  # a delivery to an outbox target failed
+    RECONCILE_FAILURE = "reconcile_failure"  # a reconciliation run failed
+    DISCREPANCY = "discrepancy"  # an open discrepancy, grouped by its cause
+
+
+class IssueStatus(enum.StrEnum):
+    OPEN = "open"
+    ACKNOWLEDGED = "acknowledged"  # someone is on it (who and when are kept)
+    RESOLVED = "resolved"  # by an operator, or automatically; reopened when the cause comes back

@@ -57,6 +57,22 @@ def pg_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[str]:
+    """The PostgreSQL test schema at the head revision for one test, emptied after it (the schema
+    is shared by the session: a test that writes to it directly must leave it empty)."""
+    eng = make_engine(pg_url)
+    upgrade(eng)
+    eng.dispose()
+    try:
+        yield pg_url
+    finally:
+        eng = make_engine(pg_url)
+        with eng.begin() as conn:
+            conn.execute(text(f"TRUNCATE {', '.join(INBOX_TABLES)} RESTART IDENTITY CASCADE"))
+        eng.dispose()
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":

@@ -17,6 +17,7 @@ SHOWN = 100
 st.title("Dead letters")
 if not context.guard():
     st.stop()
+urlstate.arrive("dl_")
 
 names = context.source_names()
 tz = context.tz()
@@ -34,10 +35,8 @@ f1, f2, f3 = st.columns([1, 1, 2])
 sources = f1.multiselect("Source", names, key="dl_sources")
 types = f2.multiselect("Type", types_known, key="dl_types")
 error = f3.text_input("Last error contains (any case)", key="dl_error").strip()
-received_from, received_to = widgets.received_range("dl")
-urlstate.publish(
-    {"source": sources, "type": types, "error": error, "from": received_from, "to": received_to}
-)
+received_from, received_to, range_params = widgets.received_range("dl")
+urlstate.publish({"source": sources, "type": types, "error": error, **range_params})
 
 groups = [
     g

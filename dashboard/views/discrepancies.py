@@ -24,6 +24,7 @@ from reconciler.storage.models import DiscrepancyKind, DiscrepancyStatus
 st.title("Discrepancies")
 if not context.guard():
     st.stop()
+urlstate.arrive("d_")
 
 names = context.source_names() + [
     f"{OUTBOX_SOURCE_PREFIX}{t.name}" for t in context.settings().outbox.targets
@@ -38,6 +39,8 @@ urlstate.seed("d_sort", "sort", "last_seen_at", choices=list(SORTABLE))
 urlstate.seed("d_desc", "desc", True, parse=urlstate.parse_bool)
 urlstate.seed("d_id", "id", None, parse=urlstate.parse_id)
 urlstate.seed("d_run", "run", "", parse=urlstate.parse_run_id)
+# an opened discrepancy (its permalink, a picked row, a typed id) is drawn here, above the list
+top = st.container()
 f1, f2, f3, f4 = st.columns(4)
 sources = f1.multiselect("Source", names, key="d_sources")
 kinds = f2.multiselect("Kind", KINDS, key="d_kinds")
@@ -62,9 +65,11 @@ st.caption(
     + (" (raise 'Rows shown' or narrow the filters to see the rest)." if total > len(rows) else ".")
 )
 
-impact = data.impact(context.db_key(), tuple(sources))
+impact = data.impact(context.db_key(), flt)
 if impact:
-    with st.expander("Money impact of open missing / diverged / unapplied records", expanded=True):
+    with st.expander(
+        "Money impact of the matching open missing / diverged / unapplied records", expanded=True
+    ):
         widgets.dataframe(
             frames.table(impact, context.tz(), money_columns={"amount": "currency"}),
             "d_impact",
@@ -149,158 +154,169 @@ urlstate.publish(
 if chosen is None:
     st.stop()
 
-try:
-    row, related, same = data.discrepancy(int(chosen))
-except NoSuchRecordError as exc:
-    st.error(str(exc))
-    st.stop()
-masker = masker_for(context.settings(), str(row["source"]))  # (related rows: its source's)
-[row] = masked_values([row], masker)
-related = masked_values(related, masker)
-conflict = row["kind"] == DiscrepancyKind.CONFLICT
-st.subheader(f"Discrepancy #{row['id']}: {row['kind']} ({row['status']})")
-tz = context.tz()
-meta = {
-    k: row[k]
-    for k in (
-        "source",
-        "event_id",
-        "event_type",
-        "object_type",
-        "object_id",
-        "field",
-        "cause",
-        "recover_by",
-        "first_seen_at",
-        "last_seen_at",
-        "resolution",
+
+def _close() -> None:
+    st.session_state["d_id"] = None
+
+
+with top:
+    st.button("← All discrepancies", key="d_back", on_click=_close)
+    try:
+        row, related, same = data.discrepancy(int(chosen))
+    except NoSuchRecordError as exc:
+        st.error(str(exc))
+        st.stop()
+    masker = masker_for(context.settings(), str(row["source"]))  # (related rows: its source's)
+    [row] = masked_values([row], masker)
+    related = masked_values(related, masker)
+    conflict = row["kind"] == DiscrepancyKind.CONFLICT
+    st.subheader(f"Discrepancy #{row['id']}: {row['kind']} ({row['status']})")
+    tz = context.tz()
+    meta = {
+        k: row[k]
+        for k in (
+            "source",
+            "event_id",
+            "event_type",
+            "object_type",
+            "object_id",
+            "field",
+            "cause",
+            "recover_by",
+            "first_seen_at",
+            "last_seen_at",
+            "resolution",
+        )
+        if row.get(k) not in (None, "")
+    }
+    if row.get("amount") is not None:
+        meta["amount"] = money(int(row["amount"]), row.get("currency"))
+    st.table(pd.DataFrame({"": list(meta), "value": [cell(v, tz) for v in meta.values()]}))
+    link_base = context.link_base()
+    relative = (
+        "" if link_base else " (relative: set `[dashboard] public_url` for links that work pasted)"
     )
-    if row.get(k) not in (None, "")
-}
-if row.get("amount") is not None:
-    meta["amount"] = money(int(row["amount"]), row.get("currency"))
-st.table(pd.DataFrame({"": list(meta), "value": [cell(v, tz) for v in meta.values()]}))
-link_base = context.link_base()
-relative = (
-    "" if link_base else " (relative: set `[dashboard] public_url` for links that work pasted)"
-)
-st.caption(f"Link to this discrepancy: `{discrepancy_url(int(row['id']), link_base)}`{relative}")
-nav = st.columns(3)
-in_inbox = bool(row["event_id"]) and data.event_exists(row["source"], row["event_id"])
-if in_inbox:
-    with nav[0]:
-        widgets.link(
-            to("events", source=row["source"], event_id=row["event_id"]),
-            f"Timeline of {row['event_id']}",
+    st.caption(
+        f"Link to this discrepancy: `{discrepancy_url(int(row['id']), link_base)}`{relative}"
+    )
+    nav = st.columns(3)
+    in_inbox = bool(row["event_id"]) and data.event_exists(row["source"], row["event_id"])
+    if in_inbox:
+        with nav[0]:
+            widgets.link(
+                to("events", source=row["source"], event_id=row["event_id"]),
+                f"Timeline of {row['event_id']}",
+            )
+    elif row["event_id"]:
+        nav[0].caption(f"{row['event_id']} is not in the inbox.")
+    if row.get("object_id") and not str(row["source"]).startswith(OUTBOX_SOURCE_PREFIX):
+        with nav[1]:
+            widgets.link(to("events", q=row["object_id"]), f"Every event of {row['object_id']}")
+    if same:
+        st.markdown(f"**Other discrepancies of this object** ({len(same)})")
+        for other in same[:10]:
+            label = (
+                f"#{other['id']} {other['kind']} ({other['status']})"
+                + (f" · {other['event_id']}" if other["event_id"] else "")
+                + (f" · {other['field']}" if other["field"] else "")
+            )
+            widgets.link(to("discrepancies", id=other["id"], status="all"), label)
+    left, right = st.columns(2)
+    left.markdown("**Later delivery has**" if conflict else "**Source says**")
+    left.code(row["source_value"] or "(nothing)", language="json")
+    right.markdown("**Stored (applied) version has**" if conflict else "**Local has**")
+    right.code(row["local_value"] or "(nothing)", language="json")
+    if conflict:
+        st.markdown("**Every conflicting field of this event** (stored beside the later delivery)")
+        st.dataframe(
+            [
+                {
+                    "field": r["field"] or "(whole body)",
+                    "stored": r["local_value"],
+                    "later delivery": r["source_value"],
+                    "status": r["status"],
+                }
+                for r in related
+            ],
+            hide_index=True,
+            key="d_conflict_fields",
         )
-elif row["event_id"]:
-    nav[0].caption(f"{row['event_id']} is not in the inbox.")
-if row.get("object_id") and not str(row["source"]).startswith(OUTBOX_SOURCE_PREFIX):
-    with nav[1]:
-        widgets.link(to("events", q=row["object_id"]), f"Every event of {row['object_id']}")
-if same:
-    st.markdown(f"**Other discrepancies of this object** ({len(same)})")
-    for other in same[:10]:
-        label = (
-            f"#{other['id']} {other['kind']} ({other['status']})"
-            + (f" · {other['event_id']}" if other["event_id"] else "")
-            + (f" · {other['field']}" if other["field"] else "")
-        )
-        widgets.link(to("discrepancies", id=other["id"], status="all"), label)
-left, right = st.columns(2)
-left.markdown("**Later delivery has**" if conflict else "**Source says**")
-left.code(row["source_value"] or "(nothing)", language="json")
-right.markdown("**Stored (applied) version has**" if conflict else "**Local has**")
-right.code(row["local_value"] or "(nothing)", language="json")
-if conflict:
-    st.markdown("**Every conflicting field of this event** (stored beside the later delivery)")
-    st.dataframe(
-        [
+        try:
+            bodies = data.conflict(int(row["id"]))
+        except HookledgerError as exc:
+            st.warning(str(exc))
+        else:
+            st.markdown(
+                f"**The two bodies** (the later one received {bodies.received_at:%Y-%m-%d %H:%M:%S} "
+                "UTC and never applied; masked)"
+            )
+            st.code(
+                body_diff(bodies.stored, bodies.later, masker, bodies.content_type), language="diff"
+            )
+    if row["kind"] == DiscrepancyKind.DIVERGED and len(related) > 0:
+        st.markdown("**Every field of this object** (source beside local)")
+        diff = [
             {
-                "field": r["field"] or "(whole body)",
-                "stored": r["local_value"],
-                "later delivery": r["source_value"],
+                "field": r["field"],
+                "path": d.path,
+                "source": d.source,
+                "local": d.local,
                 "status": r["status"],
             }
             for r in related
-        ],
-        hide_index=True,
-        key="d_conflict_fields",
+            for d in value_diff(r["source_value"], r["local_value"])
+        ]
+        st.dataframe(diff, hide_index=True, key="d_diff")
+
+    who = context.identity()
+    if not who.can_act:
+        st.info("Read-only view: actions need an operator sign-in.")
+        st.stop()
+
+    KEEP, APPLY = "keep stored version", "apply later delivery"
+    REPLAY_MESSAGE = "replay the message (same key)"
+    outgoing = row["kind"] in (DiscrepancyKind.OUTBOX_STUCK, DiscrepancyKind.OUTBOX_DEAD)
+    options = ["resolve", "ignore"]
+    if conflict:
+        options = [KEEP, APPLY, "ignore"] if row["status"] == DiscrepancyStatus.OPEN else ["ignore"]
+    elif row["kind"] == DiscrepancyKind.OUTBOX_DEAD:
+        options = [REPLAY_MESSAGE, *options]
+    elif row["event_id"] and not outgoing:
+        # a replay needs the event in the inbox; one the inbox never got can only be fetched
+        options = ["replay", "backfill", *options] if in_inbox else ["backfill", *options]
+    go, reason, action = context.confirmed_form(
+        "d",
+        f"Yes, apply this action to discrepancy #{row['id']}",
+        "Apply",
+        lambda: st.radio("Action", options, horizontal=True, key="d_action_kind"),
     )
-    try:
-        bodies = data.conflict(int(row["id"]))
-    except HookledgerError as exc:
-        st.warning(str(exc))
-    else:
-        st.markdown(
-            f"**The two bodies** (the later one received {bodies.received_at:%Y-%m-%d %H:%M:%S} "
-            "UTC and never applied; masked)"
-        )
-        st.code(
-            body_diff(bodies.stored, bodies.later, masker, bodies.content_type), language="diff"
-        )
-if row["kind"] == DiscrepancyKind.DIVERGED and len(related) > 0:
-    st.markdown("**Every field of this object** (source beside local)")
-    diff = [
-        {
-            "field": r["field"],
-            "path": d.path,
-            "source": d.source,
-            "local": d.local,
-            "status": r["status"],
-        }
-        for r in related
-        for d in value_diff(r["source_value"], r["local_value"])
-    ]
-    st.dataframe(diff, hide_index=True, key="d_diff")
-
-who = context.identity()
-if not who.can_act:
-    st.info("Read-only view: actions need an operator sign-in.")
-    st.stop()
-
-KEEP, APPLY = "keep stored version", "apply later delivery"
-REPLAY_MESSAGE = "replay the message (same key)"
-outgoing = row["kind"] in (DiscrepancyKind.OUTBOX_STUCK, DiscrepancyKind.OUTBOX_DEAD)
-options = ["resolve", "ignore"]
-if conflict:
-    options = [KEEP, APPLY, "ignore"] if row["status"] == DiscrepancyStatus.OPEN else ["ignore"]
-elif row["kind"] == DiscrepancyKind.OUTBOX_DEAD:
-    options = [REPLAY_MESSAGE, *options]
-elif row["event_id"] and not outgoing:
-    # a replay needs the event in the inbox; one the inbox never got can only be fetched
-    options = ["replay", "backfill", *options] if in_inbox else ["backfill", *options]
-go, reason, action = context.confirmed_form(
-    "d",
-    f"Yes, apply this action to discrepancy #{row['id']}",
-    "Apply",
-    lambda: st.radio("Action", options, horizontal=True, key="d_action_kind"),
-)
-if go:
-    engine = context.engine()
-    src, eid, did = row["source"], row["event_id"], int(row["id"])
-    if action == KEEP:
-        context.act_and_refresh(
-            lambda a: actions.keep_stored_version(engine, did, actor=a, reason=reason)
-        )
-    elif action == APPLY:
-        context.act_and_refresh(
-            lambda a: actions.apply_later_version(engine, did, actor=a, reason=reason)
-        )
-    elif action == REPLAY_MESSAGE:
-        message_id = int(row["object_id"])
-        context.act_and_refresh(
-            lambda a: outbox_ops.replay(engine, [message_id], actor=a, reason=reason)
-        )
-    elif action == "replay":
-        context.act_and_refresh(lambda a: actions.replay(engine, src, eid, actor=a, reason=reason))
-    elif action == "backfill":
-        settings = context.settings()
-        context.act_and_refresh(
-            lambda a: actions.backfill_event(engine, settings, src, eid, actor=a, reason=reason)
-        )
-    else:
-        new = DiscrepancyStatus.RESOLVED if action == "resolve" else DiscrepancyStatus.IGNORED
-        context.act_and_refresh(
-            lambda a: actions.set_discrepancy_status(engine, did, new, actor=a, reason=reason)
-        )
+    if go:
+        engine = context.engine()
+        src, eid, did = row["source"], row["event_id"], int(row["id"])
+        if action == KEEP:
+            context.act_and_refresh(
+                lambda a: actions.keep_stored_version(engine, did, actor=a, reason=reason)
+            )
+        elif action == APPLY:
+            context.act_and_refresh(
+                lambda a: actions.apply_later_version(engine, did, actor=a, reason=reason)
+            )
+        elif action == REPLAY_MESSAGE:
+            message_id = int(row["object_id"])
+            context.act_and_refresh(
+                lambda a: outbox_ops.replay(engine, [message_id], actor=a, reason=reason)
+            )
+        elif action == "replay":
+            context.act_and_refresh(
+                lambda a: actions.replay(engine, src, eid, actor=a, reason=reason)
+            )
+        elif action == "backfill":
+            settings = context.settings()
+            context.act_and_refresh(
+                lambda a: actions.backfill_event(engine, settings, src, eid, actor=a, reason=reason)
+            )
+        else:
+            new = DiscrepancyStatus.RESOLVED if action == "resolve" else DiscrepancyStatus.IGNORED
+            context.act_and_refresh(
+                lambda a: actions.set_discrepancy_status(engine, did, new, actor=a, reason=reason)
+            )

@@ -90,7 +90,9 @@ def show_event(source: str, event_id: str) -> None:
             st.markdown(f"**Business rows** in {what}: none")
     if detail.messages:
         st.markdown("**Outgoing messages** this event's handler wrote (see the Outbox page)")
-        widgets.dataframe(frames.table(detail.messages, tz), "e_messages")
+        widgets.dataframe(
+            frames.table(detail.messages, tz, text=("last_status_code",)), "e_messages"
+        )
     st.markdown("**Payload** (secrets, configured PII and personal fields masked)")
     st.code(masker.mask_body(ev["body"], ev["content_type"]), language="json")
     with st.expander("Stored headers"):
@@ -113,6 +115,7 @@ def show_event(source: str, event_id: str) -> None:
 st.title("Events")
 if not context.guard():
     st.stop()
+urlstate.arrive("e_")
 
 names = context.source_names()
 tz = context.tz()
@@ -167,7 +170,7 @@ else:
         origins = f4.multiselect("Origin", ORIGINS, key="e_origins")
         g1, g2 = st.columns([1, 1])
         prefix = g1.text_input("Event id starts with (any case)", key="e_prefix").strip()
-        received_from, received_to = widgets.received_range("e", g2)
+        received_from, received_to, range_params = widgets.received_range("e", g2)
     flt = EventFilter(
         sources=tuple(sources),
         types=tuple(types),
@@ -203,8 +206,7 @@ else:
         "status": statuses,
         "origin": origins,
         "prefix": prefix,
-        "from": flt.received_from,
-        "to": flt.received_to,
+        **range_params,
     }
 
 if rows:

@@ -4,18 +4,22 @@ discrepancies per source over the selected range."""
 from __future__ import annotations
 
 import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
 
 from dashboard import charts, context, data, urlstate, widgets
-from reconciler.ops import frames
+from reconciler.ops import frames, silences
 from reconciler.ops.display import age, count
-from reconciler.ops.health import judge
+from reconciler.ops.health import Signal, judge
 from reconciler.ops.links import to
+from reconciler.ops.masking import masker_for
 from reconciler.ops.overview import kpis
 from reconciler.ops.timerange import choose_bucket, describe_width
+from reconciler.reconcile.run import reconcilable_sources
 
 st.title("Overview")
 if not context.guard():
     st.stop()
+urlstate.arrive("ov_")
 
 names = context.source_names()
 cfg = context.settings()
@@ -37,13 +41,36 @@ if not selected:
     st.stop()
 
 
+def silence_controls(signal: Signal) -> None:
+    """Silence a warning nobody can act on (or show it again), with a reason; audited."""
+    key = "ov_silence_" + "".join(c if c.isalnum() else "_" for c in signal.label)
+    engine, now = context.engine(), context.now()
+    with st.popover("Show again" if signal.silenced else "Silence"):
+        reason = st.text_input("Reason (required, recorded in the audit log)", key=f"{key}_why")
+        if signal.silenced:
+            if st.button("Show it again", key=f"{key}_off"):
+                context.act_and_refresh(
+                    lambda a: silences.unsilence(engine, signal.label, now, actor=a, reason=reason)
+                )
+            return
+        length = st.selectbox("For", list(silences.DURATIONS), key=f"{key}_for")
+        if st.button(f"Silence '{signal.label}'", key=f"{key}_on"):
+            span = silences.DURATIONS[length]
+            context.act_and_refresh(
+                lambda a: silences.silence(engine, signal.label, span, now, actor=a, reason=reason)
+            )
+
+
 def body() -> None:
     now = context.now()
     current = widgets.range_at(range_params, now, rng)
     width = choose_bucket(current)
     tz = context.tz()
-    facts = data.health_facts(context.db_key(), now, tuple(selected), float(threshold))
-    widgets.health_strip(judge(facts, threshold, min(60, cfg.reconcile.snapshot_interval_seconds)))
+    can_reconcile = {s.name for s in reconcilable_sources(cfg)}
+    reconciled = tuple(s for s in selected if s in can_reconcile)
+    facts = data.health_facts(context.db_key(), now, tuple(selected), float(threshold), reconciled)
+    signals = judge(facts, threshold, min(60, cfg.reconcile.snapshot_interval_seconds))
+    widgets.health_strip(signals, silence_controls if context.identity().can_act else None)
     ov = data.load_overview(
         context.db_key(), current.start, current.end, width, now, tuple(selected)
     )
@@ -55,6 +82,12 @@ def body() -> None:
     for k in kpis(ov, threshold):
         with st.container(border=True):
             st.subheader(k.source)
+            run = facts.last_run.get(k.source)
+            if run is not None and run.status == "failed":
+                ago = age((now - run.finished_at).total_seconds())
+                error = masker_for(cfg, k.source).mask(run.error or "")
+                st.error(f"The last reconciliation of {k.source} failed {ago} ago: {error}")
+                widgets.link(to("runs", source=[k.source]), f"Runs of {k.source}")
             if not k.has_data:
                 st.info(f"No deliveries, events or discrepancies for '{k.source}' in this range.")
                 continue
@@ -180,4 +213,18 @@ def body() -> None:
     st.plotly_chart(charts.discrepancies_per_run(ov.runs, current), key="chart_runs")
 
 
-st.fragment(body, run_every=every)()
+def refreshed() -> None:
+    """The figures, refreshed every ``every`` seconds; a database lost meanwhile is one line, and
+    the next refresh after it returns shows the figures again."""
+    try:
+        body()
+    except SQLAlchemyError as exc:
+        st.error(context.lost(exc))
+        st.caption(
+            "Turn on Refresh, or reload the page, to see the figures again."
+            if every is None
+            else f"The figures come back at the next refresh (every {every} s) once it answers."
+        )
+
+
+st.fragment(refreshed, run_every=every)()

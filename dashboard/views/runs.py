@@ -8,8 +8,10 @@ from dashboard import context, data, urlstate, widgets
 from reconciler.errors import HookledgerError
 from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
+from reconciler.ops.health import first_line
 from reconciler.ops.identity import require_operator
 from reconciler.ops.links import page_url, to
+from reconciler.ops.masking import Masker, masker_for
 from reconciler.ops.runs import next_scheduled_run
 from reconciler.reconcile.progress import ScanProgress
 from reconciler.reconcile.run import reconcilable_sources
@@ -17,6 +19,7 @@ from reconciler.reconcile.run import reconcilable_sources
 st.title("Runs")
 if not context.guard():
     st.stop()
+urlstate.arrive("r_")
 
 settings = context.settings()
 try:
@@ -33,6 +36,13 @@ urlstate.seed_many("r_sources", "source", [], names)
 chosen = st.multiselect("Sources", names, key="r_sources")
 urlstate.publish({"source": chosen})
 runs = data.recent_runs(context.db_key(), tuple(chosen or names))
+maskers = {name: masker_for(settings, name) for name in names}
+
+
+def masker(source: str) -> Masker:
+    return maskers.get(source) or masker_for(settings, source)
+
+
 if runs:
     widgets.dataframe(
         frames.table(
@@ -47,7 +57,7 @@ if runs:
                     "window_end": r["window_end"],
                     "scanned": r["records_scanned"],
                     **{f"n_{k}": v for k, v in sorted((r["counts"] or {}).items())},
-                    "error": r["error"],
+                    "error": first_line(masker(r["source"]).mask(r["error"] or "")),
                     "run_id": r["run_id"],
                     # what the run found, on the Discrepancies page (resolved ones too)
                     "findings": page_url(
@@ -64,6 +74,15 @@ if runs:
             "findings": st.column_config.LinkColumn("findings", display_text="open findings")
         },
     )
+    failed = [r for r in runs if str(r["status"]) == "failed"][:5]
+    if failed:
+        st.markdown("**Why recent runs failed** (the full error of each)")
+        for r in failed:
+            when = r["started_at"].astimezone(context.tz())
+            with st.expander(f":red[{r['source']} {when:%Y-%m-%d %H:%M}] · run {r['run_id']}"):
+                st.code(
+                    masker(r["source"]).mask(r["error"] or "(no error recorded)"), language=None
+                )
     with_findings = [r for r in runs if any((r["counts"] or {}).values())][:10]
     if (
         with_findings
@@ -121,5 +140,6 @@ else:
                 )
             # the run table shows the run just made, a failed one too (it is recorded)
             st.cache_data.clear()
-            context.flash(result)
+            context.flash(result, at="r_now")
             st.rerun()
+    context.here("r_now")  # what the last "Reconcile … now" did, beside the buttons

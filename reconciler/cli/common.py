@@ -95,6 +95,27 @@ def check_port(host: str, port: int, option: str = "--port") -> None:
             ) from None
 
 
+def missing_sqlite_file(url: str) -> str | None:
+    """The path of a SQLite database file that does not exist (SQLite would create it empty)."""
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None  # make_engine says what is wrong with it
+    file = parsed.database or ""
+    if (
+        parsed.get_backend_name() != "sqlite"
+        or file in ("", ":memory:")
+        or file.startswith("file:")
+    ):
+        return None
+    return None if Path(file).expanduser().exists() else file
+
+
 def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -103,6 +124,13 @@ def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
 
     settings = loaded.settings
     db = settings.database
+    if require_schema:  # a command that needs the schema creates no database file on the way
+        missing = missing_sqlite_file(db.url)
+        if missing is not None:
+            raise ConfigError(
+                f"the database {missing} does not exist: run 'hookledger init' first (or check "
+                "[database] url, HOOKLEDGER_DATABASE_URL and the working directory)"
+            )
     engine = make_engine(db.url, echo=db.echo, connect_timeout=db.connect_timeout_seconds)
     if require_schema:
         try:

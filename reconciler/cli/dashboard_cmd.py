@@ -41,7 +41,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         cfg = loaded.settings.dashboard
         host = args.host or cfg.host
         port = args.port or cfg.port
-        check_port(host, port)
+        check_port(host, port, "--port" if args.port else "[dashboard] port")
         cmd.check_database()  # an unreachable database: one line now, not a blank page later
     env = dict(os.environ)
     if loaded.path is not None:

@@ -75,10 +75,15 @@ def cmd_deliveries_list(args: argparse.Namespace) -> int:
         document = {"deliveries": page.rows, "total": page.total, "next_before": page.next_before}
         print(json.dumps(_jsonable(document), indent=2, default=str))
         return EXIT_OK
+    if page.rows:  # the columns named: DELIVERY is the id 'deliveries resend' takes
+        print(
+            f"{'DELIVERY':>8}  {'RECEIVED (UTC)':<19}  {'SOURCE':<10} {'OUTCOME':<9} HTTP  "
+            "EVENT ID  REASON"
+        )
     for r in page.rows:
         print(
             f"{r['id']:>8}  {r['received_at']:%Y-%m-%d %H:%M:%S}  {r['source']:<10} "
-            f"{r['outcome']!s:<9} {r['status_code']}  {r['event_id'] or '-'}  "
+            f"{r['outcome']!s:<9} {r['status_code']:<4}  {r['event_id'] or '-'}  "
             f"{r['reason'] or ''}".rstrip()
         )
     shown = f"{len(page.rows):,} of {page.total:,}" if page.rows else "no delivery matches"

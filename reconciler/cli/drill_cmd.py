@@ -71,7 +71,7 @@ def cmd_drill(args: argparse.Namespace) -> int:
             if args.handlers:
                 if args.reference_url:
                     raise ConfigError("--reference-url: only with --target")
-                load_handler_modules(settings.worker.handlers)
+                load_handler_modules(settings.worker.handlers, settings.worker.import_paths)
                 result = drill_handlers(
                     cmd.engine,
                     settings,

@@ -1,14 +1,16 @@
-"""``hookledger replay``, ``hookledger events list`` and ``events show``: triage from the terminal.
-One event (or every dead event of a selection, as the dashboard's bulk replay) put back to pending;
-events listed by status, type, time and error, a page at a time; one shown with its deliveries,
-attempts and audit trail."""
+"""``hookledger replay``, ``hookledger events list``, ``events show`` and ``events tail``: triage
+from the terminal. One event (or every dead event of a selection, as the dashboard's bulk replay)
+put back to pending; events listed by status, type, time and error, a page at a time; one shown
+with its deliveries, attempts and audit trail; new deliveries and their outcomes followed."""
 
 from __future__ import annotations
 
 import argparse
 import base64
 import binascii
+import contextlib
 import json
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -89,6 +91,31 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         "personal fields and payment data masked)",
     )
     p.set_defaults(func=cmd_events_show)
+    p = esub.add_parser(
+        "tail", parents=[parent], help="follow new deliveries and their events' outcomes"
+    )
+    p.add_argument("--source", action="append", default=[], help="source name (repeatable)")
+    p.add_argument(
+        "--interval",
+        type=_interval,
+        default=1.0,
+        metavar="SECONDS",
+        help=f"how often to look (0.1-{MAX_INTERVAL:g}, default 1)",
+    )
+    p.set_defaults(func=cmd_events_tail)
+
+
+MAX_INTERVAL = 3600.0
+
+
+def _interval(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not 0.1 <= seconds <= MAX_INTERVAL:  # (NaN fails this too)
+        raise argparse.ArgumentTypeError(f"{value}: must be between 0.1 and {MAX_INTERVAL:g}")
+    return seconds
 
 
 def _bulk_options(args: argparse.Namespace) -> list[str]:
@@ -227,11 +254,16 @@ def cmd_events_list(args: argparse.Namespace) -> int:
             )
         )
         return EXIT_OK
+    if page.rows:  # the columns named, as the rows lay them out
+        print(
+            f"{'RECEIVED (UTC)':<19}  {'SOURCE':<10} {'STATUS':<10} {'TRIES':>5}  "
+            f"{'TYPE':<28} EVENT ID  LAST ERROR"
+        )
     for r in page.rows:
         error = (r["last_error"] or "").splitlines()[0][:80] if r["last_error"] else ""
         print(
             f"{r['received_at']:%Y-%m-%d %H:%M:%S}  {r['source']:<10} {r['status']!s:<10} "
-            f"{r['attempts']:>2}  {r['event_type'] or '-':<28} {r['event_id']}  {error}".rstrip()
+            f"{r['attempts']:>5}  {r['event_type'] or '-':<28} {r['event_id']}  {error}".rstrip()
         )
     shown = f"{len(page.rows):,} of {page.total:,}" if page.rows else "no event matches"
     print(shown + (f"; next page: --cursor {cursor}" if cursor else ""))
@@ -348,4 +380,25 @@ def cmd_events_show(args: argparse.Namespace) -> int:
             f"  #{m['id']}  {m['target']}  {m['status']:<7} attempts {m['attempts']}  "
             f"sent {m['sent_at'] or '-'}  key {m['key']}"
         )
+    return EXIT_OK
+
+
+def cmd_events_tail(args: argparse.Namespace) -> int:
+    from reconciler.ops.masking import masker_for
+    from reconciler.ops.tail import Tail, follow
+
+    with Command(args) as cmd:
+        check_sources(cmd.settings, args.source)
+        masker = masker_for(cmd.settings, *args.source)
+        which = ", ".join(args.source) or "every source"
+        said = f"following new deliveries of {which} (Ctrl-C to stop)"
+        with contextlib.suppress(KeyboardInterrupt):  # the way to stop it: not an error
+            follow(
+                cmd.engine,
+                Tail(mask=masker.mask),
+                lambda line: print(line, flush=True),
+                sources=tuple(args.source),
+                interval=args.interval,
+                ready=lambda: print(said, file=sys.stderr, flush=True),
+            )
     return EXIT_OK

@@ -175,14 +175,28 @@ COMMANDS: dict[str, Help] = {
             "hookledger events show evt_1QabcXYZ --source stripe --json --raw",
         ),
     ),
+    "events tail": Help(
+        "Follow new deliveries as the receiver stores them, one line each (source, delivery id, "
+        "outcome, HTTP status, event id and type, the event's status), and a line each time one "
+        "of their events changes status (processed, failed with its error masked, dead), as "
+        "'stripe listen' does. Reads the delivery log by id after the last one seen; Ctrl-C stops "
+        "it.",
+        (
+            "hookledger events tail",
+            "hookledger events tail --source stripe --interval 0.5",
+        ),
+        ("0   stopped with Ctrl-C", ERROR),
+    ),
     "send": Help(
         "Send a realistic sample event of the source's kind (or --file's body), signed with the "
         "source's own secret exactly as its provider signs, to the running receiver (or --to); "
         "prints each answer. A provider that signs the URL it calls (Twilio) is signed for --to's "
         'URL; a Stripe source with payload_style = "thin" gets a thin (v2) event. The '
-        "development loop's stand-in for 'stripe trigger'.",
+        "development loop's stand-in for 'stripe trigger'. A receiver not listening yet (just "
+        "started with 'serve &') is tried again for up to --wait seconds (default 10).",
         (
             "hookledger send stripe",
+            "hookledger send stripe --wait 30",
             "hookledger send stripe --type invoice.payment_failed --count 3",
             "hookledger send github --file push.json --to http://localhost:8000/webhooks/github",
         ),
@@ -206,8 +220,9 @@ COMMANDS: dict[str, Help] = {
     "deliveries resend": Help(
         "Send a stored delivery again: its exact bytes, signed afresh with the source's scheme (a "
         "fresh timestamp where it has one), to the URL given, --times times. Sent ten times to a "
-        "receiver, the first is accepted and the next nine are duplicates that touch no business "
-        "table.",
+        "receiver that has not stored the event yet (a fresh one, or another database), the first "
+        "is accepted and the next nine are duplicates that touch no business table; to the "
+        "receiver that stored it in the first place, all ten are duplicates.",
         (
             "hookledger deliveries resend 1234 --to http://localhost:8000/webhooks/stripe",
             "hookledger deliveries resend 1234 --to http://localhost:8000/webhooks/stripe "
@@ -231,7 +246,7 @@ COMMANDS: dict[str, Help] = {
         ("hookledger outbox show 1207", "hookledger outbox show 1207 --json"),
     ),
     "outbox recover": Help(
-        "Every dead message of a target written since a time back to pending with its key (as "
+        "Every message of a target that went dead since a time back to pending with its key (as "
         "Svix's 'recover since'): --dry-run counts them; --yes recovers them in one transaction "
         "with one audit entry, refused if the count moved since (--expect N).",
         (
@@ -244,10 +259,62 @@ COMMANDS: dict[str, Help] = {
             "2   " + ERROR[4:] + "; an unknown target; nothing to recover; the count moved",
         ),
     ),
+    "outbox pause": Help(
+        "Stop sending a target's messages: they stay pending and no publisher claims them until "
+        "the target is resumed (a message already in flight finishes). Audited with its reason; "
+        "the Outbox page shows who paused it and when.",
+        ('hookledger outbox pause crm --reason "CRM maintenance until 06:00"',),
+        ("0   paused", "2   " + ERROR[4:] + "; an unknown target; already paused"),
+    ),
+    "outbox resume": Help(
+        "Send a paused target's messages again, where they were; audited with its reason.",
+        ('hookledger outbox resume crm --reason "CRM maintenance over"',),
+        ("0   resumed", "2   " + ERROR[4:] + "; the target is not paused"),
+    ),
     "outbox replay": Help(
         "Put dead (or failed) messages back to pending with their keys, attempts from zero; one "
         "transaction, audited.",
         ('hookledger outbox replay 1207 1208 --reason "crm back up"',),
+    ),
+    "issues list": Help(
+        "Failures grouped as issues (dead events, failed outbox deliveries, failed runs, open "
+        "discrepancies) by source, type and error signature, the most recently failing first; "
+        "brought up to date first. --json gives each issue's id, status and count.",
+        (
+            "hookledger issues list",
+            "hookledger issues list --status open --source stripe --json",
+        ),
+    ),
+    "issues show": Help(
+        "One issue: its signature, a sample error, counts per hour and per day, who acknowledged "
+        "or resolved it, and its latest failures.",
+        ("hookledger issues show 12", "hookledger issues show 12 --members 100 --json"),
+        ("0   done", "2   no such issue, or " + ERROR[4:]),
+    ),
+    "issues ack": Help(
+        "Acknowledge an open issue: someone is on it (who and when are kept and audited).",
+        ("hookledger issues ack 12", "hookledger issues ack 12 --actor ana"),
+        ("0   done", "2   no such issue, or it is not open, or " + ERROR[4:]),
+    ),
+    "issues resolve": Help(
+        "Resolve an issue (audited); it reopens by itself when its cause comes back. Issues "
+        "also resolve themselves after [issues] auto_resolve_after without a new failure once "
+        "none of their items still fails.",
+        (
+            "hookledger issues resolve 12",
+            'hookledger issues resolve 12 --reason "plan table fixed"',
+        ),
+        ("0   done", "2   no such issue, or it is resolved already, or " + ERROR[4:]),
+    ),
+    "issues retry": Help(
+        "Put every dead event of an issue back to pending, same event ids, through the bulk "
+        "replay: --dry-run counts them; --yes replays them in one transaction with one audit "
+        "entry, refused if the count moved from --expect.",
+        ("hookledger issues retry 12 --dry-run", "hookledger issues retry 12 --yes --expect 42"),
+        (
+            "0   done",
+            "2   no such issue, not an issue of dead events, the count moved, or " + ERROR[4:],
+        ),
     ),
     "drill": Help(
         "The redelivery drill: deliver stored events again (twice, shuffled) to the handlers or a "

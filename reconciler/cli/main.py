@@ -19,6 +19,7 @@ from reconciler.cli import (
     doctor_cmd,
     drill_cmd,
     event_cmds,
+    issue_cmds,
     notify_cmd,
     outbox_cmds,
     reconcile_cmds,
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     outbox_cmds.register(sub, parent)
     doctor_cmd.register(sub, parent)
     notify_cmd.register(sub, parent)
+    issue_cmds.register(sub, parent)
     document(parser)  # each command's description, examples and exit statuses (cli/help.py)
     return parser
 
@@ -205,7 +207,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         host = args.host or settings.receiver.host
         port = settings.receiver.port if args.port is None else args.port
-        check_port(host, port)
+        check_port(host, port, "--port" if args.port is not None else "[receiver] port")
         app = create_app(settings, cmd.engine)
         receiver = settings.receiver
         fit_open_files(receiver.max_connections)
@@ -231,7 +233,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     with Command(args) as cmd:
         settings = cmd.settings
         # imported here too, so that a module that fails is one line and exit 2 before any process
-        load_handler_modules(settings.worker.handlers)
+        load_handler_modules(settings.worker.handlers, settings.worker.import_paths)
         concurrency = settings.worker.concurrency if args.concurrency is None else args.concurrency
         if concurrency < 1:
             raise HookledgerError("--concurrency must be at least 1")

@@ -1,4 +1,5 @@
-"""``hookledger publish`` and ``hookledger outbox list|show|replay``: the outgoing side."""
+"""``hookledger publish`` and ``hookledger outbox list|show|replay|recover|pause|resume``: the
+outgoing side."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
         help="every dead message of a target since a time back to pending (Svix's 'recover')",
     )
     p.add_argument("--target", required=True, help="target name")
-    p.add_argument("--since", required=True, type=iso_time, help="written at or after (ISO-8601)")
+    p.add_argument("--since", required=True, type=iso_time, help="went dead at or after (ISO-8601)")
     p.add_argument("--dry-run", action="store_true", help="count them, change nothing")
     p.add_argument("--yes", action="store_true", help="recover them")
     p.add_argument(
@@ -66,6 +67,16 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("--reason", help="why (kept in the audit log; required with --yes)")
     p.add_argument("--actor", help="who (default: the OS user)")
     p.set_defaults(func=cmd_outbox_recover)
+
+    for name, what in (
+        ("pause", "stop sending a target's messages (they stay pending) until it is resumed"),
+        ("resume", "send a paused target's messages again"),
+    ):
+        p = osub.add_parser(name, parents=[parent], help=what)
+        p.add_argument("target", metavar="TARGET", help="target name")
+        p.add_argument("--reason", required=True, help="why (kept in the audit log)")
+        p.add_argument("--actor", help="who (default: the OS user)")
+        p.set_defaults(func=cmd_outbox_pause if name == "pause" else cmd_outbox_resume)
 
 
 def publishers_for(cmd: Command, concurrency: int) -> list[Any]:
@@ -166,6 +177,7 @@ def cmd_outbox_show(args: argparse.Namespace) -> int:
         "queued_at",
         "next_attempt_at",
         "sent_at",
+        "dead_at",
         "last_status_code",
         "error_class",
         "last_error",
@@ -224,6 +236,32 @@ def cmd_outbox_recover(args: argparse.Namespace) -> int:
             actor=args.actor or default_actor(),
             reason=args.reason,
             expected=total if args.expect is None else args.expect,
+        )
+    print(message)
+    return EXIT_OK
+
+
+def cmd_outbox_pause(args: argparse.Namespace) -> int:
+    from reconciler.ops.outbox import pause
+
+    with Command(args) as cmd:
+        if cmd.settings.outbox.target(args.target) is None:
+            known = ", ".join(t.name for t in cmd.settings.outbox.targets) or "none"
+            raise ConfigError(f"TARGET {args.target!r}: no such target (configured: {known})")
+        message = pause(
+            cmd.engine, args.target, actor=args.actor or default_actor(), reason=args.reason
+        )
+    print(message)
+    return EXIT_OK
+
+
+def cmd_outbox_resume(args: argparse.Namespace) -> int:
+    from reconciler.ops.outbox import resume
+
+    # (a target no longer configured can still be resumed: the refusal names what is paused)
+    with Command(args) as cmd:
+        message = resume(
+            cmd.engine, args.target, actor=args.actor or default_actor(), reason=args.reason
         )
     print(message)
     return EXIT_OK

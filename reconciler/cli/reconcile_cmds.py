@@ -130,6 +130,26 @@ def _names(cmd: Command, names: list[str]) -> list[str]:
     return list(names) if names else nightly_names(cmd.engine, cmd.settings)
 
 
+def _not_reconciled(settings: Any) -> list[str]:
+    """Why each enabled source a run of everything leaves out is left out (said, not silent)."""
+    from reconciler.reconcile.run import reconcilable_sources
+    from reconciler.sources import provider
+
+    covered = {s.name for s in reconcilable_sources(settings)}
+    lines = []
+    for source in settings.sources:
+        if not source.enabled or source.name in covered:
+            continue
+        own = provider(source.kind)
+        if own.build is None:
+            why = f"hookledger cannot read a '{source.kind}' API (it only receives)"
+        else:
+            keys = ["api_key_env", *(k for k in own.keys.model_fields if k.endswith("_env"))]
+            why = f"no API credentials: set {' or '.join(keys)} in its [[sources]] entry"
+        lines.append(f"{source.name}: skipped, not reconciled: {why}")
+    return lines
+
+
 def cmd_reconcile(args: argparse.Namespace) -> int:
     from reconciler.reconcile.progress import ScanProgress
     from reconciler.reconcile.run import reconcilable_sources
@@ -141,6 +161,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         raise ConfigError(
             "no source to reconcile: give --source or configure a source with an API key"
         )
+    if not args.source:
+        for line in _not_reconciled(settings):
+            print(f"hookledger: {line}", file=sys.stderr)
     names: list[str] = []
     progress, task_ids = _progress(not args.json and sys.stderr.isatty())
 
@@ -372,7 +395,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
             )
         finally:
             connector.close()
-    print(f"{result.source} {result.event_id}: {result.outcome}")
+    closed = "; its missing discrepancy is resolved" if result.missing_resolved else ""
+    print(f"{result.source} {result.event_id}: {result.outcome}{closed}")
     return EXIT_OK
 
 

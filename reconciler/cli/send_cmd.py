@@ -11,6 +11,8 @@ from reconciler.errors import ConfigError
 
 EXIT_OK, EXIT_REFUSED = 0, 1
 MAX_COUNT = 1000
+MAX_WAIT = 600
+DEFAULT_WAIT = 10  # a receiver started with `serve &` a line before listens within a few seconds
 
 
 def register(sub: Any, parent: argparse.ArgumentParser) -> None:
@@ -30,6 +32,14 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--count", type=bounded_int(1, MAX_COUNT), default=1, help=f"how many (1-{MAX_COUNT})"
+    )
+    p.add_argument(
+        "--wait",
+        type=bounded_int(0, MAX_WAIT),
+        default=DEFAULT_WAIT,
+        metavar="SECONDS",
+        help="keep trying a receiver that is not listening yet for this long "
+        f"(0-{MAX_WAIT}, default {DEFAULT_WAIT})",
     )
     p.set_defaults(func=cmd_send)
 
@@ -53,6 +63,7 @@ def cmd_send(args: argparse.Namespace) -> int:
             body=body,
             to=args.to,
             count=args.count,
+            wait=args.wait,
         )
     for s in sent:
         print(f"{s.event_id}: HTTP {s.status} {s.said}")

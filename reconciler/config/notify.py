@@ -16,8 +16,11 @@ from pydantic import (
 from reconciler.config.base import _env_secret, _standard_secrets, _Table
 from reconciler.errors import ConfigError
 
-NotifyOn = Literal["discrepancies", "dead_letters", "run_failed", "run_missed"]
+NotifyOn = Literal["discrepancies", "dead_letters", "run_failed", "run_missed", "issues"]
+# the default; "issues" (a notice per new or reopened issue) is asked for, often instead of
+# "dead_letters" (a notice per source's batch of new dead letters)
 NOTIFY_ON: tuple[NotifyOn, ...] = ("discrepancies", "dead_letters", "run_failed", "run_missed")
+NOTIFY_ON_ALL: tuple[NotifyOn, ...] = (*NOTIFY_ON, "issues")
 _EMAIL = r"^[^@\s<>,;]+@[^@\s<>,;]+$"
 _EMAIL_KEYS = (
     "smtp_host",
@@ -74,7 +77,7 @@ class NotifySettings(_Table):
     def _kind_keys(self) -> NotifySettings:
         if len(set(self.on)) != len(self.on) or not self.on:
             raise ValueError(
-                "'on' lists each of " + ", ".join(NOTIFY_ON) + " at most once, and one at least"
+                "'on' lists each of " + ", ".join(NOTIFY_ON_ALL) + " at most once, and one at least"
             )
         given = {k for k in self.model_fields_set}
         if self.kind == "email":

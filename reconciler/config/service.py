@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -60,6 +61,9 @@ class ReceiverSettings(_Table):
 
 class WorkerSettings(_Table):
     handlers: tuple[str, ...] = ()
+    # directories put first on the import path before the handlers are imported (a relative one is
+    # relative to the configuration file's directory): how a service finds code that is not installed
+    import_paths: tuple[str, ...] = ()
     forward_url: str | None = None
     forward_timeout_seconds: float = Field(default=10.0, gt=0)
     max_attempts: int = Field(default=8, ge=1)
@@ -82,10 +86,24 @@ class WorkerSettings(_Table):
     # SQLite: a handler holding the write lock longer than this is warned about, once per handler
     sqlite_lock_warn_seconds: float = Field(default=2.0, gt=0)
 
-    @field_validator("handlers", mode="before")
+    @field_validator("handlers", "import_paths", mode="before")
     @classmethod
     def _list_to_tuple(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("import_paths")
+    @classmethod
+    def _usable_paths(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for path in value:
+            if not path.strip() or "\0" in path:
+                raise ValueError(f"{path!r} is not a directory path")
+        return value
+
+    def anchored(self, directory: Path) -> WorkerSettings:
+        """These settings with each relative ``import_paths`` entry made absolute from
+        ``directory`` (the configuration file's), so that no working directory changes them."""
+        paths = tuple(str((directory / p).resolve()) for p in self.import_paths)
+        return self.model_copy(update={"import_paths": paths})
 
 
 class ReconcileSettings(_Table):

@@ -17,6 +17,7 @@ from pydantic import (
 
 from reconciler.config.base import DEFAULT_CONFIG_PATH, _Table
 from reconciler.config.dashboard import DashboardSettings
+from reconciler.config.issues import IssuesSettings
 from reconciler.config.notify import NotifySettings
 from reconciler.config.outbox import OutboxSettings
 from reconciler.config.service import (
@@ -45,6 +46,7 @@ class Settings(_Table):
     retention: RetentionSettings = RetentionSettings()
     prune: PruneSettings = PruneSettings()
     outbox: OutboxSettings = OutboxSettings()
+    issues: IssuesSettings = IssuesSettings()
     sources: tuple[SourceSettings, ...] = ()
     notify: tuple[NotifySettings, ...] = ()
 
@@ -145,6 +147,8 @@ def load_config(
     elif explicit:
         raise ConfigError(f"{cfg_path}: configuration file not found")
     settings = parse_settings(data, str(cfg_path))
+    if used is not None and settings.worker.import_paths:  # relative to the file, not the cwd
+        settings = settings.model_copy(update={"worker": settings.worker.anchored(used.parent)})
     override = env.get("HOOKLEDGER_DATABASE_URL")
     if override:
         settings = settings.model_copy(

@@ -60,8 +60,13 @@ class Conflict:
 
 
 def _storable(text: str) -> str:
-    """PostgreSQL text cannot hold NUL: kept as its JSON escape, so the conflict is still logged."""
-    return text.replace("\x00", "\\u0000")
+    """PostgreSQL text holds neither NUL nor a lone surrogate (JSON may escape one, UTF-8 cannot
+    encode it): each is kept as its JSON escape, so the conflict is still logged."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    return "".join(
+        f"\\u{ord(c):04x}" if c == "\x00" or "\ud800" <= c <= "\udfff" else c for c in text
+    )
 
 
 def _text(value: Any) -> str | None:

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import enum
 import importlib
+import sys
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from sqlalchemy import Connection, Engine, Table
 from connectors.parsing import decode_payload
 from reconciler.errors import ConfigError
 from reconciler.inbox.applied import BusinessSide
+from reconciler.logs import escape_control
 from reconciler.outbox.writer import Outbox
 from reconciler.storage.dialect import insert_for
 
@@ -217,13 +220,36 @@ def handler(
     return decorate
 
 
-def load_handler_modules(modules: Iterable[str]) -> None:
-    """Import the modules listed in ``[worker] handlers`` (they register on import)."""
+def load_handler_modules(modules: Iterable[str], import_paths: Iterable[str] = ()) -> None:
+    """Import the modules listed in ``[worker] handlers`` (they register on import), with the
+    directories of ``[worker] import_paths`` first on the import path. A module that cannot be
+    imported, or raises while it is, is one line naming it and the error (a ConfigError)."""
+    for directory in reversed(tuple(import_paths)):  # the first listed is searched first
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
     for name in modules:
         try:
             importlib.import_module(name)
-        except ImportError as exc:
-            raise ConfigError(f"[worker] handlers: cannot import module '{name}': {exc}") from None
+        except Exception as exc:
+            raise ConfigError(_import_failure(name, exc)) from None
+
+
+def _import_failure(name: str, exc: Exception) -> str:
+    said = escape_control(str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+    if isinstance(exc, ModuleNotFoundError) and exc.name and f"{name}.".startswith(f"{exc.name}."):
+        # the handler module itself (or its package) is not on the import path, not a dependency
+        return (
+            f"[worker] handlers: cannot import module '{name}': {said} (put the directory that "
+            "holds it in [worker] import_paths)"
+        )
+    if isinstance(exc, ImportError):
+        return f"[worker] handlers: cannot import module '{name}': {said}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return (
+        f"[worker] handlers: module '{name}' raised {exc.__class__.__name__} when imported"
+        f"{where}: {said}"
+    )
 
 
 def upsert_if_newer(

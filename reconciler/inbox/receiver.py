@@ -42,6 +42,7 @@ from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.schemes import SourceVerifier
 from reconciler.inbox.store import IncomingEvent, RejectedRecord
+from reconciler.logs import log_delivery
 from reconciler.sources import provider
 from reconciler.storage.models import DeliveryOutcome
 from reconciler.storage.types import utcnow
@@ -322,7 +323,13 @@ def create_app(
                     "a redelivery with other content: kept, not applied", extra=_fields(item)
                 )
             else:
-                log.debug("delivery %s", outcome.value, extra=_fields(item))
+                log_delivery(
+                    log,
+                    _fields(item),
+                    item.parsed.event_type,
+                    outcome.value,
+                    time.perf_counter() - arrived,
+                )
         metrics.ack_seconds.labels(name).observe(time.perf_counter() - arrived)
         if batch.ack is not None:  # what the provider expects (a duplicate is acknowledged alike)
             return _answer(batch.ack)

@@ -70,7 +70,7 @@ def worker_process_main(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     configure_logging(settings.logging.level, settings.logging.format)
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
-    load_handler_modules(settings.worker.handlers)
+    load_handler_modules(settings.worker.handlers, settings.worker.import_paths)
     db = settings.database
     engine = make_engine(db.url, echo=db.echo, connect_timeout=db.connect_timeout_seconds)
     reporter = _Reporter(pipe)

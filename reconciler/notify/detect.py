@@ -1,6 +1,6 @@
 """What a target should hear about, read from the database (aggregates over indexed, recent rows
 only): runs that found new discrepancies, scheduled runs that failed, dead letters that appeared
-since the target was last told, and a scheduled slot no scheduler ran."""
+since the target was last told, a scheduled slot no scheduler ran, and new or reopened issues."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from reconciler.notify.notices import Fact
 from reconciler.notify.store import last_fact_at
 from reconciler.storage.models import (
     INBOX_EVENTS,
+    ISSUES,
     PROCESSING_ATTEMPTS,
     RECON_RUNS,
     SCHEDULER_HEARTBEATS,
     EventStatus,
+    IssueStatus,
     RunStatus,
 )
 
@@ -27,6 +29,7 @@ from reconciler.storage.models import (
 LOOKBACK = timedelta(hours=48)
 ERROR_CHARS = 300
 TYPES_SHOWN = 5
+ISSUES_TOLD = 50  # issues told in one pass (the target's max_per_hour still applies)
 
 
 def facts_for(
@@ -48,6 +51,8 @@ def facts_for(
     if "dead_letters" in wanted:
         every = timedelta(minutes=target.dead_letters_every_minutes)
         found += _dead_letter_facts(conn, target.name, floor, now, every, only)
+    if "issues" in wanted:
+        found += issue_facts(conn, floor, only)
     if "run_missed" in wanted and scheduled:
         missed = missed_slot(conn, settings, floor, now, scheduled)
         if missed is not None:
@@ -166,6 +171,33 @@ def _dead_letter_facts(
         out.append(
             Fact("dead_letters", f"dead_letters:{source}:{until.isoformat()}", source, until, data)
         )
+    return out
+
+
+def issue_facts(conn: Connection, floor: datetime, only: set[str]) -> list[Fact]:
+    """Each open issue that failed after ``floor``, once per opening: the key names the issue
+    and how often it was reopened, so a new issue is told once, and again each time it reopens
+    (not for every failure it groups). Its signature is told, never an error's own text (the
+    values stripped from it can be personal data)."""
+    i = ISSUES.c
+    stmt = select(ISSUES).where(i.status == IssueStatus.OPEN, i.last_seen >= floor)
+    if only:
+        stmt = stmt.where(i.source.in_(sorted(only)))
+    out = []
+    for row in conn.execute(stmt.order_by(i.last_seen).limit(ISSUES_TOLD)).mappings():
+        data = {
+            "issue": int(row["id"]),
+            "kind": str(row["kind"]),
+            "source": row["source"],
+            "type": row["event_type"],
+            "signature": row["signature"],
+            "count": int(row["count"]),
+            "first_seen": row["first_seen"].isoformat(timespec="seconds"),
+            "last_seen": row["last_seen"].isoformat(timespec="seconds"),
+            "reopened": int(row["reopened_count"]),
+        }
+        key = f"issue:{row['id']}:{row['reopened_count']}"
+        out.append(Fact("issue", key, row["source"][:128], row["last_seen"], data))
     return out
 
 

@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 from connectors.retry import full_jitter
 from reconciler.config import NotifySettings, Settings
+from reconciler.issues.refresh import refresh
 from reconciler.notify import store
 from reconciler.notify.detect import facts_for
 from reconciler.notify.notices import render
@@ -57,6 +58,11 @@ def dispatch(
     except Exception as exc:  # (the database is down: each target will say so below)
         log.warning("notifications: the scheduled sources are unknown: %s", exc)
         names = []
+    if any("issues" in target.on for target in settings.notify):
+        try:  # told from what failed up to now, whoever runs the pass (scheduler, CLI, cron)
+            refresh(engine, clock(), auto_resolve_after=settings.issues.auto_resolve_delta)
+        except Exception as exc:  # (each target says below what it could not read)
+            log.warning("notifications: issues not brought up to date: %s", exc)
     own = sender is None
     sender = sender or Sender()
     try:

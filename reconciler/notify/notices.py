@@ -17,6 +17,7 @@ KIND_TITLES = {
     "dead_letters": "new dead letters",
     "run_failed": "reconciliation failed",
     "run_missed": "scheduled reconciliation missed",
+    "issue": "new or reopened issue",
     "test": "test notification",
 }
 
@@ -124,6 +125,29 @@ def _render_run_missed(data: dict[str, Any], base: str) -> Message:
     )
 
 
+ISSUE_KINDS = {
+    "dead_event": "dead events",
+    "outbox_failure": "failed deliveries",
+    "reconcile_failure": "failed reconciliations",
+    "discrepancy": "open discrepancies",
+}
+
+
+def _render_issue(data: dict[str, Any], base: str) -> Message:
+    source, reopened = data["source"], int(data.get("reopened", 0))
+    what = ISSUE_KINDS.get(data["kind"], data["kind"])
+    of_type = f" ({data['type']})" if data.get("type") else ""
+    lines = [
+        f"{what.capitalize()} of {source}{of_type}: {data['signature']}",
+        f"{count(int(data['count']), 'failure')} so far, first at {data['first_seen']}, the last at "
+        f"{data['last_seen']}"
+        + (f"; reopened {reopened} time{'s' if reopened > 1 else ''}." if reopened else "."),
+        "Told once per issue (and again if it comes back after being resolved), not per failure.",
+    ]
+    title = f"{source}: {'issue reopened' if reopened else 'new issue'} #{data['issue']}"
+    return Message(title, lines, [("Open the issue", page_url("issues", base, id=data["issue"]))])
+
+
 def _render_test(data: dict[str, Any], base: str) -> Message:
     return Message(
         "test notification",
@@ -141,6 +165,7 @@ _RENDERERS = {
     "dead_letters": _render_dead_letters,
     "run_failed": _render_run_failed,
     "run_missed": _render_run_missed,
+    "issue": _render_issue,
     "test": _render_test,
 }
 

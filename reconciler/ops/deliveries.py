@@ -3,8 +3,9 @@
 A stored delivery is re-sent as its exact bytes with the provider's headers it was stored with,
 signed afresh with the
 source's own scheme (``Provider.sign``: a fresh timestamp where the scheme has one) to a URL the
-operator names: the design notes' test of a handler, one delivery sent ten times, the first
-writing and the next nine answered without touching the business tables.
+operator names: the design notes' test of a handler, one delivery sent ten times to a receiver
+that has not stored it (a fresh database), the first writing and the next nine answered without
+touching the business tables (to the receiver that stored it, all ten are duplicates).
 """
 
 from __future__ import annotations

@@ -297,14 +297,15 @@ def _handlers(settings: Settings) -> Iterator[Verdict]:
     from reconciler.inbox.handlers import default_registry, load_handler_modules
 
     modules = settings.worker.handlers
-    try:
-        load_handler_modules(modules)
+    for directory in settings.worker.import_paths if modules else ():  # none: nothing is looked up
+        if not os.path.isdir(directory):
+            yield Verdict(
+                "handlers", "warn", f"[worker] import_paths: {directory} is not a directory"
+            )
+    try:  # a module that raises on import is a HookledgerError too: the worker would fail the same
+        load_handler_modules(modules, settings.worker.import_paths)
     except HookledgerError as exc:
         yield Verdict("handlers", "fail", _one_line(str(exc)))
-        return
-    except Exception as exc:  # a handler module that raises on import: the worker would too
-        detail = f"[worker] handlers: importing them raised {exc.__class__.__name__}: {exc}"
-        yield Verdict("handlers", "fail", _one_line(detail))
         return
     handled = default_registry.sources()
     for source in settings.sources:
@@ -429,6 +430,10 @@ def render(verdicts: list[Verdict]) -> Iterator[str]:
     """The verdicts as text lines, then a summary line."""
     for v in verdicts:
         yield f"{v.status.upper():4}  {v.check}: {v.detail}"
+    fresh = ("no SQLite file at ", "not initialised: ")
+    if any(v.status == "fail" and v.detail.startswith(fresh) for v in verdicts):
+        # a fresh install: the checks after the database's say little until it exists
+        yield "doctor: the database is not initialised: run 'hookledger init' first, then doctor"
     counts = {s: sum(v.status == s for v in verdicts) for s in ("pass", "warn", "fail", "skip")}
     yield (
         f"doctor: {counts['pass']} passed, {counts['warn']} warning(s), {counts['fail']} failed, "

@@ -81,11 +81,14 @@ def table(
     money_columns: Mapping[str, str] | None = None,
     age_columns: Sequence[str] = (),
     drop: Sequence[str] = (),
+    text: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Rows for ``st.dataframe`` as people read them: datetimes ISO with their zone, amounts as
     numbers in the currency's own units with the currency code in the column beside them
     (``money_columns``: amount column → currency column; a table sorts them, a spreadsheet sums
-    them), ages in hours and minutes, nothing shown as ``None``; ids are left whole."""
+    them), ages in hours and minutes, nothing shown as ``None``; ids are left whole. ``text``
+    columns are text in every row (an HTTP status that is sometimes absent: Arrow takes one type
+    per column, and a column of numbers and ``-`` logs a conversion traceback per render)."""
     money_columns = dict(money_columns or {})
     out: list[dict[str, Any]] = []
     for row in rows:
@@ -101,6 +104,8 @@ def table(
                     shown[key], shown[currency_key] = major_units(int(value), row.get(currency_key))
             elif key in age_columns:
                 shown[key] = age(value)
+            elif key in text:
+                shown[key] = str(cell(value, tz))
             else:
                 shown[key] = cell(value, tz)
         out.append(shown)

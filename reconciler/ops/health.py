@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, func, select
@@ -14,6 +14,7 @@ from sqlalchemy import Connection, func, select
 from reconciler.ops.display import age
 from reconciler.ops.links import PageLink, to
 from reconciler.ops.overview import UNPROCESSED, queue_now
+from reconciler.ops.silences import Silenced, active
 from reconciler.storage.models import (
     DELIVERIES,
     INBOX_EVENTS,
@@ -43,6 +44,16 @@ class Signal:
     level: Level
     detail: str
     link: PageLink | None = None  # the page that shows what the figure counts
+    silenced: str | None = None  # who silenced this warning, until when and why
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """A reconciled source's newest finished run."""
+
+    status: str
+    finished_at: datetime
+    error: str | None  # its first line, for a failed run
 
 
 @dataclass(frozen=True)
@@ -54,11 +65,44 @@ class HealthFacts:
     last_success: dict[str, datetime | None]  # per reconciled source
     heartbeat: datetime | None  # the newest scheduler heartbeat
     last_delivery: datetime | None
+    last_run: dict[str, LastRun] = field(default_factory=dict)  # per reconciled source
+    silenced: dict[str, Silenced] = field(default_factory=dict)  # by signal label
+
+
+def first_line(text: str | None, limit: int = 160) -> str:
+    """An error's first non-empty line, cut to ``limit`` characters (the full text is on the run)."""
+    line = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def last_runs(conn: Connection, sources: Sequence[str]) -> dict[str, LastRun]:
+    """Each source's newest finished run (one indexed lookup per source: a handful of sources)."""
+    r = RECON_RUNS
+    out: dict[str, LastRun] = {}
+    for source in sources:
+        row = conn.execute(
+            select(r.c.status, r.c.finished_at, r.c.error)
+            .where(r.c.source == source, r.c.finished_at.is_not(None))
+            .order_by(r.c.started_at.desc(), r.c.id.desc())
+            .limit(1)
+        ).first()
+        at = as_utc(row.finished_at) if row is not None else None
+        if row is not None and at is not None:
+            failed = str(row.status) == RunStatus.FAILED
+            out[source] = LastRun(str(row.status), at, first_line(row.error) if failed else None)
+    return out
 
 
 def health_facts(
-    conn: Connection, now: datetime, sources: Sequence[str], stuck_after_seconds: float
+    conn: Connection,
+    now: datetime,
+    sources: Sequence[str],
+    stuck_after_seconds: float,
+    reconciled: Sequence[str] | None = None,
 ) -> HealthFacts:
+    """``reconciled``: the sources whose provider API can be read (default: ``sources``); the
+    others are receive-only and have no reconciliation to judge."""
+    reconciled = list(sources if reconciled is None else reconciled)
     e = INBOX_EVENTS
     queue = queue_now(conn, sources)
     stuck_stmt = select(func.count()).where(
@@ -71,8 +115,8 @@ def health_facts(
     runs = select(RECON_RUNS.c.source, func.max(RECON_RUNS.c.finished_at)).where(
         RECON_RUNS.c.status == RunStatus.SUCCEEDED
     )
-    if sources:
-        runs = runs.where(RECON_RUNS.c.source.in_(sources))
+    if reconciled:
+        runs = runs.where(RECON_RUNS.c.source.in_(reconciled))
     last = {str(s): as_utc(at) for s, at in conn.execute(runs.group_by(RECON_RUNS.c.source))}
     delivered = select(func.max(DELIVERIES.c.received_at))
     if sources:
@@ -84,16 +128,30 @@ def health_facts(
         dead=sum(q.dead for q in queue),
         stuck=int(conn.execute(stuck_stmt).scalar_one()),
         oldest_unprocessed_age=max(known) if known else None,
-        last_success={s: last.get(s) for s in sources} if sources else dict(last),
+        last_success={s: last.get(s) for s in reconciled} if reconciled else dict(last),
+        last_run=last_runs(conn, reconciled or list(last)),
         heartbeat=as_utc(conn.execute(select(func.max(SCHEDULER_HEARTBEATS.c.beat_at))).scalar()),
         last_delivery=as_utc(conn.execute(delivered).scalar()),
+        silenced=active(conn, now),
     )
 
 
 def judge(
     facts: HealthFacts, stuck_after_seconds: float, heartbeat_every_seconds: float
 ) -> list[Signal]:
-    """The strip's signals, in reading order."""
+    """The strip's signals, in reading order; a warning an operator silenced says so (a red one
+    is never silenced)."""
+    return [
+        replace(s, silenced=facts.silenced[s.label].describe())
+        if s.level is Level.WARN and s.label in facts.silenced
+        else s
+        for s in _signals(facts, stuck_after_seconds, heartbeat_every_seconds)
+    ]
+
+
+def _signals(
+    facts: HealthFacts, stuck_after_seconds: float, heartbeat_every_seconds: float
+) -> list[Signal]:
     now = facts.now
     out = [
         Signal(
@@ -132,6 +190,18 @@ def judge(
             )
         )
     for source, at in sorted(facts.last_success.items()):
+        run = facts.last_run.get(source)
+        if run is not None and run.status == RunStatus.FAILED:
+            out.append(
+                Signal(
+                    f"Reconciled: {source}",
+                    f"failed {age((now - run.finished_at).total_seconds())} ago",
+                    Level.BAD,
+                    run.error or "the last run failed",
+                    to("runs", source=source),
+                )
+            )
+            continue
         if at is None:
             out.append(
                 Signal(
@@ -156,24 +226,8 @@ def judge(
                 to("runs", source=source),
             )
         )
-    if facts.heartbeat is None:
-        out.append(
-            Signal("Scheduler", "never seen", Level.WARN, "no `hookledger schedule` has run")
-        )
-    else:
-        quiet = (now - facts.heartbeat).total_seconds()
-        level = (
-            Level.OK
-            if quiet <= 3 * heartbeat_every_seconds
-            else Level.WARN
-            if quiet <= 10 * heartbeat_every_seconds
-            else Level.BAD
-        )
-        out.append(
-            Signal(
-                "Scheduler", f"{age(quiet)} ago", level, "last heartbeat of `hookledger schedule`"
-            )
-        )
+    if facts.last_success:  # with nothing to reconcile, a scheduler would have nothing to run
+        out.extend(_scheduler(facts, heartbeat_every_seconds))
     if facts.last_delivery is None:
         out.append(Signal("Last delivery", "none", Level.WARN, "no webhook received yet"))
     else:
@@ -188,3 +242,19 @@ def judge(
             )
         )
     return out
+
+
+def _scheduler(facts: HealthFacts, heartbeat_every_seconds: float) -> list[Signal]:
+    if facts.heartbeat is None:
+        return [Signal("Scheduler", "never seen", Level.WARN, "no `hookledger schedule` has run")]
+    quiet = (facts.now - facts.heartbeat).total_seconds()
+    level = (
+        Level.OK
+        if quiet <= 3 * heartbeat_every_seconds
+        else Level.WARN
+        if quiet <= 10 * heartbeat_every_seconds
+        else Level.BAD
+    )
+    return [
+        Signal("Scheduler", f"{age(quiet)} ago", level, "last heartbeat of `hookledger schedule`")
+    ]

@@ -142,7 +142,8 @@ def backfill_event(
         )
     finally:
         connector.close()
-    return f"{result.source} {result.event_id}: {result.outcome}"
+    closed = "; its missing discrepancy is resolved" if result.missing_resolved else ""
+    return f"{result.source} {result.event_id}: {result.outcome}{closed}"
 
 
 def reconcile_now(

@@ -1,5 +1,6 @@
-"""The outbox as operators see it: per target now, over time, a message and its attempts, the
-messages an event caused; and the replay of dead messages. Shared by the CLI, ``/metrics`` and the
+"""The outbox as operators see it: per target now, over time, its success rate and whether it is
+paused, a message and its attempts, the messages an event caused; the replay of dead messages and
+the pause and resume of a target. Shared by the CLI, ``/metrics`` and the
 dashboard; every read is one index range aggregated in SQL."""
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, Float, case, cast, func, select
 
 from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.ops.overview import BucketCount, raw_counts
 from reconciler.ops.timerange import TimeRange
-from reconciler.outbox import store
+from reconciler.outbox import pauses, store
+from reconciler.outbox.pauses import Pause
 from reconciler.storage.models import OUTBOX, OUTBOX_ATTEMPTS, OUTBOX_SNAPSHOTS, OutboxStatus
 from reconciler.storage.queries import outbox_by_target
 from reconciler.storage.sql import bucket_expr, pin_index
@@ -82,6 +84,42 @@ def attempt_counts(
 
 
 @dataclass(frozen=True)
+class SuccessRate:
+    """A target's attempts in a range and the share that was sent (a 2xx)."""
+
+    target: str
+    sent: int
+    attempts: int
+    rate: float
+
+
+def success_rates(
+    conn: Connection, rng: TimeRange, targets: Sequence[str]
+) -> dict[str, SuccessRate]:
+    """Per target, sent ÷ attempts finished in the range, computed in SQL; a target with no
+    attempt in the range has no rate (nothing to divide)."""
+    if not targets:
+        return {}
+    a = OUTBOX_ATTEMPTS
+    sent = func.sum(case((a.c.outcome == OutboxStatus.SENT, 1), else_=0))
+    attempts = func.count()
+    stmt = (
+        select(a.c.target, sent, attempts, cast(sent, Float) / attempts)
+        .where(
+            a.c.finished_at >= rng.start,
+            a.c.finished_at < rng.end,
+            a.c.target.in_(list(targets)),
+        )
+        .group_by(a.c.target)
+    )
+    stmt = pin_index(stmt, a, "ix_outbox_attempts_finished_at_target_outcome", conn.dialect)
+    return {
+        str(t): SuccessRate(str(t), int(s or 0), int(n), float(r or 0.0))
+        for t, s, n, r in conn.execute(stmt)
+    }
+
+
+@dataclass(frozen=True)
 class UnsentPoint:
     bucket: int
     target: str
@@ -119,6 +157,8 @@ class OutboxView:
     attempts: list[BucketCount]
     unsent: list[UnsentPoint]
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
+    rates: dict[str, SuccessRate] = field(default_factory=dict)
+    paused: dict[str, Pause] = field(default_factory=dict)
 
 
 def load_outbox(
@@ -134,6 +174,8 @@ def load_outbox(
         targets=now_by_target,
         attempts=attempt_counts(conn, rng, width, names),
         unsent=unsent_series(conn, rng, width, names),
+        rates=success_rates(conn, rng, names),
+        paused=pauses.paused(conn),
     )
 
 
@@ -243,3 +285,20 @@ def replay(engine: Engine, message_ids: Sequence[int], *, actor: str, reason: st
     with engine.begin() as conn:
         n = store.replay_messages(conn, list(message_ids), actor=actor, reason=why)
     return f"{n} outbox message{'s' if n != 1 else ''} back to pending (same keys)"
+
+
+def pause(engine: Engine, target: str, *, actor: str, reason: str) -> str:
+    """Pause a target (its messages wait, pending): one transaction, audited."""
+    with engine.begin() as conn:
+        pauses.pause(conn, target, actor=actor, reason=reason)
+    return f"outbox target {target} paused: its messages wait until it is resumed"
+
+
+def resume(engine: Engine, target: str, *, actor: str, reason: str) -> str:
+    """Resume a paused target: its waiting messages are due again. One transaction, audited."""
+    with engine.begin() as conn:
+        was = pauses.resume(conn, target, actor=actor, reason=reason)
+    return (
+        f"outbox target {target} resumed (paused by {was.paused_by} at "
+        f"{was.paused_at.isoformat(timespec='seconds')})"
+    )

@@ -15,6 +15,8 @@ from reconciler.config import Settings, SourceSettings
 from reconciler.errors import ActionRefusedError, ConfigError
 from reconciler.sources import options_of, provider
 
+RETRY_EVERY = 0.2  # seconds between connection attempts while waiting for the receiver
+
 
 @dataclass(frozen=True)
 class Sent:
@@ -75,7 +77,10 @@ def send_samples(
     count: int = 1,
     client: httpx.Client | None = None,
     clock: Callable[[], float] = time.time,
+    wait: float = 0.0,
 ) -> Sequence[Sent]:
+    """``wait``: seconds to keep retrying a receiver that refuses the connection (one just started
+    with ``serve &`` listens only after its start-up), before the one-line refusal."""
     source = _source(settings, name)
     own = provider(source.kind)
     catalogue = own.samples
@@ -103,6 +108,7 @@ def send_samples(
     url = check_http_url(to) if to else receiver_url(settings, name)
     signed_url = _signed_url(settings, url, chosen=bool(to))
     http = client or httpx.Client(timeout=30, follow_redirects=False)
+    deadline = time.monotonic() + wait
     out = []
     try:
         for n in range(1, count + 1):
@@ -111,13 +117,7 @@ def send_samples(
             headers = dict(sample.headers)
             if own.sign is not None:
                 headers |= own.sign(options, sample.headers, content, secret, clock(), signed_url)
-            try:
-                response = http.post(url, content=content, headers=headers)
-            except httpx.HTTPError as exc:
-                hint = "" if to else " (is 'hookledger serve' running? else --to URL)"
-                raise ActionRefusedError(
-                    f"{url}: cannot be reached ({exc.__class__.__name__}){hint}"
-                ) from None
+            response = _post(http, url, content, headers, deadline, wait, hint=not to)
             # an answer the provider expects instead of the receiver's JSON (Twilio's TwiML or
             # empty 200) says no more than its status
             event_id, said = sample.event_id, response.text[:120].strip() or "(empty answer)"
@@ -135,3 +135,36 @@ def send_samples(
         if client is None:
             http.close()
     return out
+
+
+def _post(
+    http: httpx.Client,
+    url: str,
+    content: bytes,
+    headers: dict[str, str],
+    deadline: float,
+    wait: float,
+    *,
+    hint: bool,
+) -> httpx.Response:
+    """One POST; a refused connection is tried again until ``deadline`` (``time.monotonic``). Only
+    the connection is retried: a request the receiver read is never sent twice."""
+    while True:
+        try:
+            return http.post(url, content=content, headers=headers)
+        except httpx.ConnectError as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _unreachable(url, exc, hint=hint, waited=wait) from None
+            time.sleep(min(RETRY_EVERY, left))
+        except httpx.HTTPError as exc:
+            raise _unreachable(url, exc, hint=hint, waited=0) from None
+
+
+def _unreachable(url: str, exc: Exception, *, hint: bool, waited: float) -> ActionRefusedError:
+    said = f"{url}: cannot be reached ({exc.__class__.__name__})"
+    if waited:
+        said += f" after waiting {waited:g} s"
+    if hint:
+        said += " (is 'hookledger serve' running? else --to URL)"
+    return ActionRefusedError(said)

@@ -8,7 +8,8 @@ the same ``Idempotency-Key`` after a full-jitter backoff (or the target's ``Retr
 target's ``max_attempts``; a permanent one, or the last attempt, makes the message ``dead`` with its
 reason kept. A publisher killed mid-attempt leaves its message ``sending``: when the lease runs out
 another publisher sends it again with the same key (the lost attempt is recorded as ambiguous), or
-marks it dead if that was its last attempt.
+marks it dead if that was its last attempt. A paused target's messages are not claimed
+(``store.claim``; ``hookledger outbox pause``): they wait, pending, until it is resumed.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ adds ``FOR UPDATE SKIP LOCKED`` so that concurrent publishers never claim the sa
 serialises writers. A claim counts the attempt (a publisher claims only what it sends at once) and
 sets ``next_attempt_at`` to the lease's expiry. Completion is conditional on still holding the lease.
 
+A paused target's messages (a row in ``outbox_pauses``, ``pauses``) are not due: they stay as they
+are until an operator resumes the target.
+
 On a target with ``order_by_object``, a message is not due while an earlier message (lower id) of
 the same object to the same target is unsent (pending, sending or failed); a dead one no longer
 holds the object's later messages back: a person decides about it, the others go on.
@@ -38,7 +41,13 @@ from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.payment_text import mask_payment_text
 from reconciler.states import OUTBOX_UNSENT
 from reconciler.storage.dialect import skips_locked_rows
-from reconciler.storage.models import OUTBOX, OUTBOX_ATTEMPTS, ErrorClass, OutboxStatus
+from reconciler.storage.models import (
+    OUTBOX,
+    OUTBOX_ATTEMPTS,
+    OUTBOX_PAUSES,
+    ErrorClass,
+    OutboxStatus,
+)
 from reconciler.storage.types import utcnow
 
 UNSENT = OUTBOX_UNSENT
@@ -78,6 +87,11 @@ def _earlier_unsent() -> Any:
     return and_(ordered, OUTBOX.c.object_key.is_not(None), blocked)
 
 
+def _paused() -> Any:
+    """True for a message of a paused target."""
+    return exists(select(OUTBOX_PAUSES.c.target).where(OUTBOX_PAUSES.c.target == OUTBOX.c.target))
+
+
 @functools.cache
 def _claim_statement(status: OutboxStatus, ordered: bool, skip_locked: bool) -> Any:
     """The claim of one status, built once: a statement built per call spends most of its time in
@@ -88,6 +102,7 @@ def _claim_statement(status: OutboxStatus, ordered: bool, skip_locked: bool) -> 
             OUTBOX.c.status == status,
             OUTBOX.c.next_attempt_at <= bindparam("b_now"),
             OUTBOX.c.target.in_(bindparam("b_targets", expanding=True)),
+            not_(_paused()),
             not_(_earlier_unsent()) if ordered else true(),
         )
         .order_by(OUTBOX.c.next_attempt_at, OUTBOX.c.id)
@@ -207,6 +222,7 @@ def finish(conn: Connection, msg: Claimed, owner: str, outcome: Outcome) -> bool
             "last_status_code": outcome.status_code,
             "error_class": None if sent else outcome.error_class,
             "last_error": None if sent else _masked(outcome.error),
+            "dead_at": outcome.finished_at if outcome.status is OutboxStatus.DEAD else None,
             **({"sent_at": outcome.finished_at} if sent else {}),
         },
     )
@@ -252,15 +268,17 @@ def _requeued(now: datetime) -> dict[str, Any]:
         "lease_expires_at": None,
         "error_class": None,
         "last_error": None,
+        "dead_at": None,
     }
 
 
 def dead_since_where(target: str, since: datetime) -> list[Any]:
-    """The dead messages of one target written at or after ``since`` (Svix's "recover since")."""
+    """The messages of one target that went dead at or after ``since`` (Svix's "recover since"):
+    a message written last week that died an hour ago is among them (``ix_outbox_target_dead_at``)."""
     return [
         OUTBOX.c.target == target,
+        OUTBOX.c.dead_at >= since,
         OUTBOX.c.status == OutboxStatus.DEAD,
-        OUTBOX.c.created_at >= since,
     ]
 
 
@@ -279,7 +297,7 @@ def recover_since(
     expected: int,
     batch_size: int = 500,
 ) -> int:
-    """Every dead message of ``target`` written since ``since`` back to pending with its key, in
+    """Every message of ``target`` that went dead since ``since`` back to pending with its key, in
     the caller's transaction, with ONE audit entry; refused when the count is not ``expected``
     (what the operator confirmed: nothing uncounted is sent)."""
     total = count_dead_since(conn, target, since)

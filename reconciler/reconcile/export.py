@@ -77,7 +77,7 @@ def csv_file_name(flt: DiscrepancyFilter, day: date) -> str:
     shell would trip on become ``_``)."""
     parts = ["discrepancies", *flt.sources, *flt.kinds, flt.status]
     if flt.run_id:
-        parts.append(f"run-{flt.run_id[:12]}")
+        parts.append(f"run-{flt.run_id}")
     parts.append(day.strftime("%Y%m%d"))
     name = "-".join(p for p in parts if p)
     return re.sub(r"[^A-Za-z0-9._+-]", "_", name)[:180] + ".csv"
@@ -154,10 +154,14 @@ IMPACT_KINDS = (DiscrepancyKind.MISSING, DiscrepancyKind.DIVERGED, DiscrepancyKi
 
 
 def money_impact(
-    conn: Connection, sources: tuple[str, ...] = (), new_in_run: str | None = None
+    conn: Connection,
+    sources: tuple[str, ...] = (),
+    new_in_run: str | None = None,
+    flt: DiscrepancyFilter | None = None,
 ) -> list[dict[str, Any]]:
     """Open missing / diverged / unapplied amounts (minor units) per source, currency and kind
-    (``new_in_run``: only those that run found first).
+    (``new_in_run``: only those that run found first; ``flt``: only those the filter matches, so
+    a page's totals are its list's).
 
     A diverged object counts once however many of its fields differ."""
     per_record = (
@@ -182,6 +186,8 @@ def money_impact(
     )
     if sources:
         per_record = per_record.where(DISCREPANCIES.c.source.in_(sources))
+    if flt is not None:
+        per_record = per_record.where(*flt.where())
     if new_in_run is not None:  # (the last_run_id index finds them: the run saw them last)
         per_record = per_record.where(
             DISCREPANCIES.c.last_run_id == new_in_run, DISCREPANCIES.c.first_run_id == new_in_run

@@ -16,7 +16,7 @@ from reconciler.errors import ActionRefusedError, NoSuchRecordError
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.reconcile.export import DiscrepancyFilter
 from reconciler.sources import provider
-from reconciler.storage.models import DISCREPANCIES, DiscrepancyStatus, EventOrigin
+from reconciler.storage.models import DISCREPANCIES, DiscrepancyKind, DiscrepancyStatus, EventOrigin
 from reconciler.storage.types import utcnow
 
 
@@ -82,6 +82,7 @@ class BackfillResult:
     # accepted (new event) | duplicate (already in the inbox) | conflict (in the inbox with other
     # content: flagged, not applied) | redelivery_requested
     outcome: str
+    missing_resolved: int = 0  # the open "missing" discrepancies of the event it answered
 
 
 def _incoming(source: SourceSettings, record: Record) -> IncomingEvent:
@@ -129,7 +130,22 @@ def backfill(
     item = _incoming(source, record)
     with engine.begin() as conn:
         [outcome] = store_items(conn, [item])
-        detail: dict[str, Any] = {"outcome": outcome.value}
+        # the event is in the inbox now: "not received" is answered, whatever the next run says
+        closed = conn.execute(
+            update(DISCREPANCIES)
+            .where(
+                DISCREPANCIES.c.source == source.name,
+                DISCREPANCIES.c.event_id == item.parsed.event_id,
+                DISCREPANCIES.c.kind == DiscrepancyKind.MISSING,
+                DISCREPANCIES.c.status == DiscrepancyStatus.OPEN,
+            )
+            .values(
+                status=DiscrepancyStatus.RESOLVED,
+                resolution=f"backfilled by {actor}",
+                resolved_at=utcnow(),
+            )
+        ).rowcount
+        detail: dict[str, Any] = {"outcome": outcome.value, "missing_resolved": closed}
         record_audit(
             conn,
             actor=actor,
@@ -139,8 +155,4 @@ def backfill(
             reason=reason,
             detail=detail,
         )
-    return BackfillResult(
-        source.name,
-        item.parsed.event_id,
-        outcome.value,
-    )
+    return BackfillResult(source.name, item.parsed.event_id, outcome.value, closed)

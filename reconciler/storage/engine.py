@@ -83,6 +83,11 @@ def make_engine(
     except NoSuchModuleError as exc:
         raise ConfigError(f"[database] url: unsupported database driver ({exc})") from None
     except ModuleNotFoundError as exc:
+        if exc.name == "psycopg2" and parsed.drivername == "postgresql":  # SQLAlchemy's default
+            raise ConfigError(
+                "[database] url: 'postgresql://' means the psycopg2 driver, which hookledger does "
+                "not use: write 'postgresql+psycopg://' (psycopg 3, hookledger[postgres])"
+            ) from None
         raise ConfigError(
             f"[database] url needs the Python package '{exc.name}': for PostgreSQL install "
             "hookledger[postgres]"

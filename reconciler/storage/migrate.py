@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0017"  # the newest file in migrations/versions (tests/unit/test_migrate.py)
+HEAD_REVISION = "0020"  # the newest file in migrations/versions (tests/unit/test_migrate.py)
 VERSION_TABLE = "alembic_version"
 
 

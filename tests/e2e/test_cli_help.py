@@ -74,7 +74,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     ("line", "expected"),
     [
         ("hookledger rec", {"reconcile"}),
-        ("hookledger outbox ", {"list", "show", "replay", "recover"}),
+        ("hookledger outbox ", {"list", "show", "replay", "recover", "pause", "resume"}),
         ("hookledger doctor --o", {"--offline"}),
     ],
 )

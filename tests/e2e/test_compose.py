@@ -31,9 +31,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# what an operator puts where the example says change_me (a Standard Webhooks secret is base64)
+FILLED_IN = {"HOOKLEDGER_CRM_SIGNING_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+
+
 def env_file() -> dict[str, str]:
     lines = (DEPLOY / "hookledger.env.example").read_text().splitlines()
-    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+    example = dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+    # no secret in the example works as it is: each one is a placeholder to fill in
+    assert all(value.endswith("change_me") for value in example.values()), example
+    return example | FILLED_IN
 
 
 def seconds(value: str) -> float:

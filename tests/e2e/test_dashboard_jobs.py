@@ -21,7 +21,14 @@ from connectors.sandbox.app import Sandbox
 from connectors.sandbox.world import build_world
 from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import upgrade
-from reconciler.storage.models import AUDIT_LOG, DISCREPANCIES, INBOX_EVENTS
+from reconciler.storage.models import (
+    AUDIT_LOG,
+    DISCREPANCIES,
+    INBOX_EVENTS,
+    ISSUES,
+    PROCESSING_ATTEMPTS,
+    RECON_RUNS,
+)
 from tests.conftest import start_server
 from tests.dashboard_data import _event, seed, write_config
 from tests.e2e.test_dashboard_e2e import (
@@ -47,15 +54,15 @@ ENV = {
 
 
 @pytest.fixture
-def on_call(tmp_path: Path) -> Iterator[dict[str, object]]:
-    """The seeded history, a sandbox Stripe to backfill from, a missing event the inbox never got,
-    a dead-letter group of 1,000 events, and the dashboard on all of it."""
+def on_call(tmp_path: Path, pg_db: str) -> Iterator[dict[str, object]]:
+    """On PostgreSQL: the seeded history, a sandbox Stripe to backfill from, a missing event the
+    inbox never got, a dead-letter group of 1,000 events, and the dashboard on all of it."""
     now = datetime.now(UTC).replace(microsecond=0)
     world = build_world(
         5, now=now - timedelta(minutes=15), stripe_events=20, github_deliveries=0, shopify_orders=0
     )
     sandbox = start_server(Sandbox(world).app)
-    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    url = pg_db
     engine = make_engine(url)
     upgrade(engine)
     seed(engine)
@@ -100,6 +107,26 @@ def on_call(tmp_path: Path) -> Iterator[dict[str, object]]:
                 for i in range(DEAD_GROUP)
             ],
         )
+        bulk = conn.execute(
+            select(INBOX_EVENTS.c.id).where(INBOX_EVENTS.c.event_type == "invoice.bulk")
+        ).scalars()
+        conn.execute(  # the attempt that dead-lettered each one (what issues group)
+            insert(PROCESSING_ATTEMPTS),
+            [
+                {
+                    "inbox_event_id": row_id,
+                    "source": "stripe",
+                    "attempt": 5,
+                    "worker": "w1",
+                    "started_at": now - timedelta(minutes=80),
+                    "finished_at": now - timedelta(minutes=80),
+                    "outcome": "dead",
+                    "error_class": "permanent",
+                    "error": f"PermanentError: the CRM refused plan '{row_id}'",
+                }
+                for row_id in bulk
+            ],
+        )
     extra = f'base_url = "{sandbox.url}"\napi_key_env = "T_SBX_KEY"'
     config = write_config(tmp_path, url, stripe_extra=extra)
     try:
@@ -110,6 +137,7 @@ def on_call(tmp_path: Path) -> Iterator[dict[str, object]]:
                 "lost": lost["id"],
                 "missing_id": missing_id,
                 "diverged_id": diverged_id,
+                "sandbox": sandbox,
             }
     finally:
         sandbox.stop()
@@ -218,6 +246,73 @@ def test_operator_jobs_from_pasted_links(on_call: dict[str, object]) -> None:
     assert per_event == []
 
 
+def test_a_failed_reconcile_and_an_issue_from_pasted_links(on_call: dict[str, object]) -> None:
+    """4. "Reconcile now" against a provider that went away: the error beside the button, the run
+    red on the strip with its first line. 5. dead letters of the last two hours by link. 6. the
+    dead-letter group as one issue: acknowledged, then resolved, each audited."""
+    expect = playwright_api.expect
+    base, engine, sandbox = str(on_call["base"]), on_call["engine"], on_call["sandbox"]
+    sandbox.stop()  # type: ignore[attr-defined]
+    with playwright_api.sync_playwright() as pw:
+        browser = _browser(pw)
+        page = browser.new_page(viewport={"width": 1500, "height": 1400})  # type: ignore[attr-defined]
+        page.set_default_timeout(30_000)
+        try:
+            page.goto(f"{base}/runs?source=stripe")
+            button = page.get_by_role("button", name="Reconcile stripe now")
+            button.click()
+            failed = page.get_by_text(re.compile(r"^stripe: .*(refused|connect|unreachable)", re.I))
+            expect(failed).to_be_visible(timeout=60_000)
+            _settled(page)
+            shown, near = failed.bounding_box(), button.bounding_box()
+            assert shown is not None and near is not None and 0 < shown["y"] - near["y"] < 300
+            _shot(page, "job-reconcile-failed")
+            page.goto(base)  # nothing grouped yet: the Overview
+            strip = page.get_by_text(re.compile(r"Reconciled: stripe: failed"))
+            expect(strip).to_be_visible()
+            _shot(page, "job-reconcile-failed-strip")
+
+            page.goto(f"{base}/dead_letters?range=now-2h&type=invoice.bulk")
+            expect(page.get_by_text(f"{DEAD_GROUP:,} events selected")).to_be_visible()
+            page.goto(f"{base}/dead_letters?range=now-30m&type=invoice.bulk")
+            expect(page.get_by_text("0 events selected")).to_be_visible()  # they died 90 min ago
+
+            page.goto(f"{base}/issues")  # the page groups what failed since the last pass
+            expect(page.get_by_role("heading", name="Issues")).to_be_visible()
+            _settled(page)
+            with engine.connect() as conn:  # type: ignore[attr-defined]
+                issue_id, members = conn.execute(
+                    select(ISSUES.c.id, ISSUES.c.count).where(
+                        ISSUES.c.kind == "dead_event", ISSUES.c.event_type == "invoice.bulk"
+                    )
+                ).one()
+            assert members == DEAD_GROUP  # 1,000 dead letters, one issue
+            page.goto(f"{base}/issues?id={issue_id}")  # its permalink
+            heading = page.get_by_role("heading", name=re.compile(rf"^Issue #{issue_id}: open"))
+            expect(heading).to_be_visible()
+            page.get_by_role("button", name="Acknowledge").click()
+            expect(page.get_by_role("heading", name=re.compile(r": acknowledged"))).to_be_visible()
+            _act(page, "the CRM plan is back", "Yes, resolve issue", "Resolve")
+            expect(page.get_by_role("heading", name=re.compile(r": resolved"))).to_be_visible()
+            _settled(page)
+            _shot(page, "job-issue-resolved")
+        finally:
+            browser.close()  # type: ignore[attr-defined]
+    with engine.connect() as conn:  # type: ignore[attr-defined]
+        actions = (
+            conn.execute(
+                select(AUDIT_LOG.c.action)
+                .where(AUDIT_LOG.c.action.like("issue.%"))
+                .order_by(AUDIT_LOG.c.id)
+            )
+            .scalars()
+            .all()
+        )
+        runs = conn.execute(select(RECON_RUNS.c.status)).scalars().all()
+    assert actions[-2:] == ["issue.acknowledge", "issue.resolve"], actions
+    assert "failed" in [str(r) for r in runs]
+
+
 class HangingProxy:
     """A TCP proxy to PostgreSQL that can start hanging: from then on it accepts connections and
     never answers, and stops passing bytes on the open ones (a frozen database server)."""
@@ -311,6 +406,8 @@ def test_a_hung_database_is_an_error_within_the_timeout(tmp_path: Path, pg_url: 
                 ):
                     started = time.monotonic()
                     page.goto(base + path)
+                    if path == "/":  # while the page waits, it says so
+                        expect(page.get_by_text("Checking the database")).to_be_visible()
                     expect(page.get_by_text("Cannot reach the database")).to_be_visible(
                         timeout=10_000
                     )

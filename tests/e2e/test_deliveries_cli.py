@@ -80,7 +80,12 @@ def test_a_delivery_resent_ten_times_is_accepted_once_and_nine_times_a_duplicate
     )
     assert main(["deliveries", "list", "--outcome", "rejected", "--config", cfg]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 2 and "rejected" in out[0] and out[-1] == "1 of 1"
+    assert len(out) == 3 and "rejected" in out[1] and out[-1] == "1 of 1"
+    # the header names the id column that 'deliveries resend' takes, aligned with the ids
+    assert out[0].split()[:5] == ["DELIVERY", "RECEIVED", "(UTC)", "SOURCE", "OUTCOME"]
+    assert out[0].index("DELIVERY") + len("DELIVERY") == len(out[1].split()[0]) + out[1].index(
+        out[1].split()[0]
+    )
 
     # the developer's own receiver, a database of its own
     local_url = f"sqlite:///{tmp_path / 'local.db'}"

@@ -3,6 +3,10 @@ dashboard's stack. Fresh virtual environments, installed with ``constraints.txt`
 ``pip check`` clean; the core alone runs init, the sandbox, serve, send, worker, reconcile, doctor and
 the demo without its dashboard, and says what to install for the dashboard.
 
+Both environments install one wheel, built once from a fresh copy in an isolated build (as
+``pip install <checkout>`` builds one, and as a release ships it); they install side by side, each
+with a resolution of its own.
+
 Slow (installs), so it runs where ``HOOKLEDGER_README_TEST=1`` (``.ci/run`` sets it)."""
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -28,6 +34,11 @@ pytestmark = [
     ),
 ]
 STACK = ("streamlit", "pandas", "plotly", "pyarrow")
+# name: (extras, whether pip byte-compiles them). The core's commands start a dozen processes, each
+# compiling what it imports again where no bytecode was written (PYTHONDONTWRITEBYTECODE); the
+# dashboard's environment is imported once, so compiling all of its stack (plotly alone has thousands
+# of modules) would cost more. pip ignores compile errors: nothing is verified less either way.
+ENVIRONMENTS = {"core": ("", True), "dashboard": ("[dashboard,postgres]", False)}
 
 
 def _free_port() -> int:
@@ -36,18 +47,55 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _venv(where: Path, checkout: Path, extras: str = "") -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True)
-    pip = [str(where / "bin" / "pip"), "install", "-q", "-c", str(checkout / "constraints.txt")]
+def _pip(python: Path, *args: str) -> list[str]:
+    # This interpreter's pip drives the fresh environment (``--python``), so that environment needs
+    # no pip of its own and skips ensurepip.
+    return [sys.executable, "-m", "pip", "--python", str(python), *args]
+
+
+def _wheel(checkout: Path, out: Path) -> Path:
+    """The checkout's wheel, built in an isolated environment as ``pip install <checkout>`` does."""
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(checkout)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=900,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = out.glob("hookledger-*.whl")
+    return wheel
+
+
+def _venv(where: Path, wheel: Path, constraints: Path, extras: str, compile_: bool) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    install = ["install", "-q", "-c", str(constraints), *([] if compile_ else ["--no-compile"])]
     done = subprocess.run(
-        [*pip, f"{checkout}{extras}"], capture_output=True, text=True, env=_env(), timeout=900
+        _pip(python, *install, f"{wheel}{extras}"),
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    check = subprocess.run(
-        [str(where / "bin" / "pip"), "check"], capture_output=True, text=True, env=_env()
-    )
+    check = subprocess.run(_pip(python, "check"), capture_output=True, text=True, env=_env())
     assert check.returncode == 0, check.stdout + check.stderr
     return where / "bin"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Future[Path]]]:
+    """Each environment's ``bin`` directory, by name in ``ENVIRONMENTS``; they install side by side."""
+    checkout = fresh_copy(tmp_path_factory.mktemp("checkout"))
+    wheel = _wheel(checkout, tmp_path_factory.mktemp("wheel"))
+    venvs = tmp_path_factory.mktemp("venvs")
+    constraints = checkout / "constraints.txt"
+    with ThreadPoolExecutor(max_workers=len(ENVIRONMENTS)) as pool:
+        yield {
+            name: pool.submit(_venv, venvs / name, wheel, constraints, *how)
+            for name, how in ENVIRONMENTS.items()
+        }
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
@@ -64,9 +112,10 @@ def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.mark.timeout(1800)
-def test_the_core_installs_alone_and_runs_every_core_command(tmp_path: Path) -> None:
-    checkout = fresh_copy(tmp_path / "checkout")
-    bin_ = _venv(tmp_path / "core", checkout)
+def test_the_core_installs_alone_and_runs_every_core_command(
+    installed: dict[str, Future[Path]], tmp_path: Path
+) -> None:
+    bin_ = installed["core"].result()
     for module in STACK:  # the dashboard's stack is not there
         absent = subprocess.run([str(bin_ / "python"), "-c", f"import {module}"])
         assert absent.returncode != 0, module
@@ -142,10 +191,9 @@ initial_lookback_hours = 48
 
 @pytest.mark.timeout(1800)
 def test_the_dashboard_extra_installs_with_the_constraints_and_pip_check_is_clean(
-    tmp_path: Path,
+    installed: dict[str, Future[Path]],
 ) -> None:
-    checkout = fresh_copy(tmp_path / "checkout")
-    bin_ = _venv(tmp_path / "dashboard", checkout, "[dashboard,postgres]")
+    bin_ = installed["dashboard"].result()
     imported = subprocess.run(
         [str(bin_ / "python"), "-c", "import streamlit, pandas, plotly, pyarrow, psycopg"],
         capture_output=True,

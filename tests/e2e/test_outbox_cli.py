@@ -233,7 +233,7 @@ def test_any_outbox_list_arguments_answer_or_fail_cleanly(
 def test_recover_since_replays_a_targets_dead_messages_counted_first(
     engine: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Svix's "recover since": the dead messages of one target written since a time back to
+    """Svix's "recover since": the messages of one target that went dead since a time back to
     pending with their keys, counted first, one audit entry; older ones and sent ones stay."""
     from datetime import UTC, datetime, timedelta
 
@@ -243,12 +243,12 @@ def test_recover_since_replays_a_targets_dead_messages_counted_first(
         for n in range(5):
             add_message(conn, "crm", {"n": n}, key=f"k-{n}")
         rows = list(conn.execute(select(OUTBOX.c.id).order_by(OUTBOX.c.id)).scalars())
-        for n, message_id in enumerate(rows):  # hours 0..4, all dead but the last one
+        for n, message_id in enumerate(rows):  # died at hours 0..3; the last one was sent
             conn.execute(
                 update(OUTBOX)
                 .where(OUTBOX.c.id == message_id)
                 .values(
-                    created_at=t0 + timedelta(hours=n),
+                    dead_at=None if n == 4 else t0 + timedelta(hours=n),
                     status="sent" if n == 4 else "dead",
                     attempts=2,
                     last_error="HTTP 503",

@@ -349,7 +349,11 @@ def test_scheduler_runs_now_and_snapshots(
     assert [(t, str(s)) for t, s in runs] == [("schedule", "succeeded")]
     assert ("stripe", 2) in [(s, n) for s, n in snaps]  # the two stuck events
     # the run's summary in the scheduler's own log, with its run id as a field
-    [line] = [r for r in caplog.records if r.name == "reconciler.schedule"]
+    [line] = [
+        r
+        for r in caplog.records
+        if r.name == "reconciler.schedule" and r.getMessage().startswith("reconciliation of")
+    ]
     found = {k for k, _, _ in scenario.expected}
     assert line.getMessage().startswith("reconciliation of stripe succeeded: 150 records, found ")
     assert all(f"{kind} " in line.getMessage() for kind in found)

@@ -174,9 +174,8 @@ def test_count_file_and_the_answers_that_are_not_2xx(
     assert "the 'stripe' samples are invoice.paid" in capsys.readouterr().err
     assert main(["send", "nope", "--config", cfg]) == 2
     assert "SOURCE 'nope'" in capsys.readouterr().err
-    assert (
-        main(["send", "stripe", "--to", "http://127.0.0.1:9/webhooks/stripe", "--config", cfg]) == 2
-    )
+    nobody = "http://127.0.0.1:9/webhooks/stripe"
+    assert main(["send", "stripe", "--to", nobody, "--wait", "0", "--config", cfg]) == 2
     assert "cannot be reached" in capsys.readouterr().err
     assert main(["send", "adyen", "--file", str(body), "--to", to, "--config", cfg]) == 2
     assert "use --type" in capsys.readouterr().err
@@ -193,7 +192,7 @@ def test_any_option_value_is_answered_or_one_line_and_exit_2(
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = main(["send", "stripe", option, value, "--config", str(cfg)])
+            code = main(["send", "stripe", "--wait", "0", option, value, "--config", str(cfg)])
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 2
     assert code == 2  # nothing listens: every call that gets as far as sending is refused too

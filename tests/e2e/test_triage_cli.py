@@ -51,9 +51,12 @@ def test_events_list_filters_and_pages_with_a_cursor(
     code, out, _ = _run(capsys, "events", "list", "--status", "dead", "--config", cfg)
     assert code == 0
     lines = out.strip().splitlines()
-    assert [line.split()[6] for line in lines[:-1]] == ["evt_5", "evt_3", "evt_1"]  # newest first
+    assert lines[0].split() == [
+        *("RECEIVED", "(UTC)", "SOURCE", "STATUS", "TRIES", "TYPE", "EVENT", "ID", "LAST", "ERROR")
+    ]  # a header row labels the columns
+    assert [line.split()[6] for line in lines[1:-1]] == ["evt_5", "evt_3", "evt_1"]  # newest first
     assert lines[-1] == "3 of 3"
-    assert "invoice payload is broken" in lines[0]
+    assert "invoice payload is broken" in lines[1]
 
     code, out, _ = _run(capsys, "events", "list", "--limit", "3", "--config", cfg)
     first = out.strip().splitlines()
@@ -63,7 +66,7 @@ def test_events_list_filters_and_pages_with_a_cursor(
         capsys, "events", "list", "--limit", "3", "--cursor", cursor, "--config", cfg
     )
     second = out.strip().splitlines()
-    assert [line.split()[6] for line in second[:-1]] == ["evt_3", "evt_2", "evt_1"]
+    assert [line.split()[6] for line in second[1:-1]] == ["evt_3", "evt_2", "evt_1"]
 
     code, out, _ = _run(
         capsys,

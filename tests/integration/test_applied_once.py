@@ -23,6 +23,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,32 @@ def _until(condition: Any, what: str, timeout: float, config: Path) -> None:
                 f"{what} did not happen within {timeout} s; worker output:\n{_output(config)}"
             )
         time.sleep(0.1)
+
+
+def _group_runs(pgid: int) -> bool:
+    """Whether a process of the group still runs (a zombie, waiting for its reaper, does not)."""
+    procfs = Path("/proc")
+    if not procfs.is_dir():  # no procfs: any member counts, zombies too
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for stat in procfs.glob("[0-9]*/stat"):
+        try:
+            state, _ppid, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError, ValueError):
+            continue  # it ended while being read
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
+def _leased(engine: Engine) -> bool:
+    """Whether an event's lease has not run out yet."""
+    with engine.connect() as conn:
+        leased = select(func.count()).where(INBOX_EVENTS.c.lease_expires_at > datetime.now(UTC))
+        return conn.execute(leased).scalar_one() > 0
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -274,11 +301,12 @@ def test_kill_9_of_the_supervisor_stops_its_processes_and_nothing_applies_twice(
         proc.kill()  # the supervisor
         proc.wait(timeout=10)
         count = len(_runs(config))
-        time.sleep(1.5)  # its processes notice within half a second, and stop
+        # its processes notice within half a second, and stop: then they can run nothing more
+        _until(lambda: not _group_runs(proc.pid), "its processes stopped", 10, config)
         assert len(_runs(config)) <= count + 2  # at most the attempts that were running
     finally:
         _stop(proc)
-    time.sleep(1.0)  # the dead processes' leases run out
+    _until(lambda: not _leased(engine), "the dead processes' leases ran out", 10, config)
     again = _worker(config, "--once", plan=plan)
     again.wait(timeout=60)
     assert again.returncode == 0, _output(config)

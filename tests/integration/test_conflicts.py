@@ -188,6 +188,19 @@ def test_two_versions_in_one_batch_and_rows_stored_before_fingerprints(engine: E
     }
 
 
+def test_a_conflict_whose_values_hold_a_lone_surrogate_or_nul_is_stored(engine: Engine) -> None:
+    """JSON may escape a lone surrogate (``\\ud93f``) that UTF-8 cannot encode: PostgreSQL refused
+    the discrepancy's text and the receiver answered 503 to every retry (found by
+    test_signed_bodies's hypothesis run). Both are kept as their JSON escapes."""
+    one = b'{"id": "evt_S", "object": "event", "type": "t", "data": {"object": {"x": "a"}}}'
+    two = b'{"id": "evt_S", "object": "event", "type": "t", "data": {"object": {"x": "\\ud93f\\u0000b"}}}'
+    with engine.begin() as conn:
+        outcomes = store_items(conn, [_item(one), _item(two)])
+    assert [o.value for o in outcomes] == ["accepted", "conflict"]
+    [d] = discrepancies(engine)
+    assert (d.field, d.local_value, d.source_value) == ("data.object.x", "a", "\\ud93f\\u0000b")
+
+
 def test_keep_the_stored_version_then_a_new_conflict_reopens(receiver: str, engine: Engine) -> None:
     post(receiver, "stripe", stripe())
     post(receiver, "stripe", stripe(status="void"))

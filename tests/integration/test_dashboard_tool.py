@@ -22,6 +22,7 @@ from reconciler.storage.models import (
     DISCREPANCIES,
     INBOX_EVENTS,
     PROCESSING_ATTEMPTS,
+    RECON_RUNS,
     SCHEDULER_HEARTBEATS,
     DiscrepancyStatus,
 )
@@ -274,3 +275,61 @@ def test_a_hostile_error_filter_counts_what_it_says(engine: Engine, needle: str)
         assert dead_letters.count_dead(conn, flt) == len(rows)
     wanted = needle.replace("\x00", "").strip().lower()
     assert all(wanted in (r["last_error"] or "").lower() for r in rows)
+
+
+def test_a_source_whose_last_run_failed_is_red_with_its_errors_first_line(engine: Engine) -> None:
+    """Two failed runs after a success: red "failed … ago" with the error's first line, not the
+    age of the last success; a receive-only source has no reconciliation signal at all."""
+    seed(engine)  # stripe succeeded 29 minutes ago (run-1)
+    now = utcnow()
+    base = {
+        "source": "stripe",
+        "trigger": "schedule",
+        "status": "failed",
+        "window_start": now - timedelta(days=1),
+        "window_end": now,
+        "records_scanned": 0,
+        "counts": {},
+    }
+    with engine.begin() as conn:
+        for i, minutes in enumerate((20, 10)):
+            conn.execute(
+                insert(RECON_RUNS).values(
+                    **base,
+                    run_id=f"failed-{i}",
+                    started_at=now - timedelta(minutes=minutes),
+                    finished_at=now - timedelta(minutes=minutes - 1),
+                    error=f"\nsource stripe: the API answered 401 (run {i})\nTraceback: details",
+                )
+            )
+    with engine.connect() as conn:
+        facts = health.health_facts(
+            conn, now, ("stripe", "github", "slack"), 3600, reconciled=("stripe", "github")
+        )
+    assert set(facts.last_success) == {"stripe", "github"}  # slack receives only
+    assert facts.last_run["stripe"].status == "failed"
+    assert facts.last_run["stripe"].error == "source stripe: the API answered 401 (run 1)"
+    signals = {s.label: s for s in health.judge(facts, 3600, 60)}
+    assert signals["Reconciled: stripe"].level is health.Level.BAD
+    assert signals["Reconciled: stripe"].value == "failed 9 min ago"
+    assert signals["Reconciled: stripe"].detail == "source stripe: the API answered 401 (run 1)"
+    assert "Reconciled: slack" not in signals
+
+
+def test_money_impact_follows_every_filter_of_the_page(engine: Engine) -> None:
+    """The page's totals are its list's: kind, status, run and date narrow them, not only source."""
+    from reconciler.reconcile.export import DiscrepancyFilter, money_impact
+
+    seed(engine)  # stripe: missing 5.00 USD and diverged 12.00 EUR, both open, found by run-1
+    with engine.connect() as conn:
+
+        def totals(**kw: object) -> list[tuple[str, str, int]]:
+            rows = money_impact(conn, flt=DiscrepancyFilter(**kw))  # type: ignore[arg-type]
+            return [(r["kind"], r["currency"], r["amount"]) for r in rows]
+
+        assert totals() == [("diverged", "eur", 1200), ("missing", "usd", 500)]
+        assert totals(kinds=("missing",)) == [("missing", "usd", 500)]
+        assert totals(sources=("shopify",)) == []
+        assert totals(status="resolved") == []
+        assert totals(run_id="another-run") == []
+        assert totals(run_id="run-1", kinds=("diverged",)) == [("diverged", "eur", 1200)]

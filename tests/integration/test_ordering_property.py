@@ -77,10 +77,12 @@ def deliver(engine: Engine, bodies: list[bytes]) -> None:
         )
         for i, body in enumerate(bodies)
     ]
-    # One transaction per arrival, as the receiver does for requests that do not overlap
-    # (a batch is stored in key order, which would quietly undo the shuffle).
-    for item in items:
-        with engine.begin() as conn:
+    # One store per arrival, as the receiver does for requests that do not overlap (a batch is stored
+    # in key order, which would quietly undo the shuffle). One transaction holds them all: the rows
+    # are the same as with a commit each (no column takes the database's clock), and the worker only
+    # starts once they are stored.
+    with engine.begin() as conn:
+        for item in items:
             store_items(conn, [item])
 
 
@@ -108,7 +110,9 @@ def test_twice_shuffled_equals_once_in_order(engine: Engine, db_url: str) -> Non
     with business_tables(engine):
 
         @settings(
-            max_examples=6,
+            # Each example reorders hundreds of versions of 60 invoices: applying an older version
+            # over a newer one (last writer wins) leaves dozens of them wrong in every example.
+            max_examples=3,
             deadline=None,
             # Shrinking a 600-delivery shuffle costs minutes; the seed and order are reported as is.
             phases=[Phase.explicit, Phase.reuse, Phase.generate],

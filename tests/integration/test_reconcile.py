@@ -291,6 +291,46 @@ def test_backfill_then_the_late_real_delivery_is_one_event_one_effect(
     assert credits == 1
 
 
+def test_a_backfill_resolves_the_missing_discrepancy_it_answers(scenario: Scenario) -> None:
+    """After a run finds an event missing, backfilling it closes that discrepancy in the same
+    transaction (it no longer waits for the next run), and says so."""
+    from reconciler.reconcile.repair import backfill
+    from reconciler.sources import build_connector
+
+    scenario.reconciler().run("stripe")
+    engine = scenario.engine
+    with engine.connect() as conn:
+        event_id = conn.execute(
+            select(DISCREPANCIES.c.event_id)
+            .where(DISCREPANCIES.c.kind == "missing", DISCREPANCIES.c.status == "open")
+            .order_by(DISCREPANCIES.c.id)
+            .limit(1)
+        ).scalar_one()
+    source = scenario.settings.source("stripe")
+    assert source is not None
+    connector = build_connector(source)
+    try:
+        result = backfill(engine, source, connector, event_id, actor="ops", reason="lost")
+    finally:
+        connector.close()
+    assert (result.outcome, result.missing_resolved) == ("accepted", 1)
+    with engine.connect() as conn:
+        row = conn.execute(
+            select(DISCREPANCIES.c.status, DISCREPANCIES.c.resolution).where(
+                DISCREPANCIES.c.event_id == event_id, DISCREPANCIES.c.kind == "missing"
+            )
+        ).one()
+    assert (str(row.status), row.resolution) == ("resolved", "backfilled by ops")
+    again = scenario.reconciler().run("stripe")  # the next run agrees: nothing reopens
+    with engine.connect() as conn:
+        status = conn.execute(
+            select(DISCREPANCIES.c.status).where(
+                DISCREPANCIES.c.event_id == event_id, DISCREPANCIES.c.kind == "missing"
+            )
+        ).scalar_one()
+    assert str(status) == "resolved" and again.status == "succeeded"
+
+
 def test_github_missing_deliveries_say_whose_fault_it_was(
     db_url: str, engine: Engine, serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

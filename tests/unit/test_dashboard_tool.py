@@ -353,5 +353,8 @@ def test_a_csv_download_is_named_after_its_filter() -> None:
     assert csv_file_name(DiscrepancyFilter(status="all"), day) == "discrepancies-all-20261203.csv"
     odd = DiscrepancyFilter(sources=("outbox:crm",), run_id="6f1c2a10-0000-11ef", status="open")
     assert csv_file_name(odd, day) == (
-        "discrepancies-outbox_crm-open-run-6f1c2a10-000-20261203.csv"
+        "discrepancies-outbox_crm-open-run-6f1c2a10-0000-11ef-20261203.csv"
     )
+    # a run id whole (a cut one names no run), whatever its length up to a UUID's 36 characters
+    run = "0b7e2a4c-5d1f-4e8a-9c3b-2f6d8a1e7c90"
+    assert f"-run-{run}-" in csv_file_name(DiscrepancyFilter(run_id=run), day)

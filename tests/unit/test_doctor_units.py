@@ -51,6 +51,8 @@ def test_verdicts_print_a_line_each_and_a_count() -> None:
         "FAIL  schema: not initialised: run 'hookledger init'",
         "WARN  source 's': a secret key",
         "SKIP  receiver: no [receiver] public_url to check",
+        # a fresh database: what to do first, before the count
+        "doctor: the database is not initialised: run 'hookledger init' first, then doctor",
         "doctor: 1 passed, 1 warning(s), 1 failed, 1 skipped",
     ]
     assert '"ok": false' in as_json(verdicts)

@@ -33,7 +33,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("reconciler.outbox", "reconciler.idempotency"),
     ("reconciler.inbox",),
     ("reconciler.reconcile",),
-    ("reconciler.ops",),
+    ("reconciler.ops", "reconciler.issues"),  # issues retry dead events through ops' bulk replay
     ("reconciler.notify",),  # reads runs and dead letters, renders with ops' display and links
     ("reconciler.schedule", "reconciler.demo", "reconciler.dashboard_process"),
     ("reconciler.cli",),

@@ -30,6 +30,12 @@ from reconciler.states import (
     IdempotencyStatus as IdempotencyStatus,
 )
 from reconciler.states import (
+    IssueKind as IssueKind,
+)
+from reconciler.states import (
+    IssueStatus as IssueStatus,
+)
+from reconciler.states import (
     NotificationStatus as NotificationStatus,
 )
 from reconciler.states import (
@@ -51,6 +57,13 @@ from reconciler.storage.models.inbox import AuditLog as AuditLog
 from reconciler.storage.models.inbox import Delivery as Delivery
 from reconciler.storage.models.inbox import InboxEvent as InboxEvent
 from reconciler.storage.models.inbox import ProcessingAttempt as ProcessingAttempt
+from reconciler.storage.models.issues import ISSUE_MARKS as ISSUE_MARKS
+from reconciler.storage.models.issues import ISSUE_MEMBERS as ISSUE_MEMBERS
+from reconciler.storage.models.issues import ISSUES as ISSUES
+from reconciler.storage.models.issues import Issue as Issue
+from reconciler.storage.models.issues import IssueMark as IssueMark
+from reconciler.storage.models.issues import IssueMember as IssueMember
+from reconciler.storage.models.monitoring import HEALTH_SILENCES as HEALTH_SILENCES
 from reconciler.storage.models.monitoring import HOURLY_COUNTS as HOURLY_COUNTS
 from reconciler.storage.models.monitoring import QUEUE_SNAPSHOTS as QUEUE_SNAPSHOTS
 from reconciler.storage.models.monitoring import QUEUE_SNAPSHOTS_HOURLY as QUEUE_SNAPSHOTS_HOURLY
@@ -61,6 +74,7 @@ from reconciler.storage.models.monitoring import QueueSnapshot as QueueSnapshot
 from reconciler.storage.models.monitoring import QueueSnapshotHourly as QueueSnapshotHourly
 from reconciler.storage.models.monitoring import RollupMark as RollupMark
 from reconciler.storage.models.monitoring import SchedulerHeartbeat as SchedulerHeartbeat
+from reconciler.storage.models.monitoring import Silence as Silence
 from reconciler.storage.models.notify import NOTIFICATIONS as NOTIFICATIONS
 from reconciler.storage.models.notify import NOTIFY_TARGETS as NOTIFY_TARGETS
 from reconciler.storage.models.notify import Notification as Notification
@@ -68,10 +82,12 @@ from reconciler.storage.models.notify import NotifyTarget as NotifyTarget
 from reconciler.storage.models.outgoing import IDEMPOTENCY_KEYS as IDEMPOTENCY_KEYS
 from reconciler.storage.models.outgoing import OUTBOX as OUTBOX
 from reconciler.storage.models.outgoing import OUTBOX_ATTEMPTS as OUTBOX_ATTEMPTS
+from reconciler.storage.models.outgoing import OUTBOX_PAUSES as OUTBOX_PAUSES
 from reconciler.storage.models.outgoing import OUTBOX_SNAPSHOTS as OUTBOX_SNAPSHOTS
 from reconciler.storage.models.outgoing import IdempotencyKey as IdempotencyKey
 from reconciler.storage.models.outgoing import OutboxAttempt as OutboxAttempt
 from reconciler.storage.models.outgoing import OutboxMessage as OutboxMessage
+from reconciler.storage.models.outgoing import OutboxPause as OutboxPause
 from reconciler.storage.models.outgoing import OutboxSnapshot as OutboxSnapshot
 from reconciler.storage.models.reconcile import CURSORS as CURSORS
 from reconciler.storage.models.reconcile import DISCREPANCIES as DISCREPANCIES

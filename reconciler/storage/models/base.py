@@ -38,11 +38,11 @@ def _same_as(column: str) -> Any:
     return lambda context: context.get_current_parameters()[column]
 
 
-def _enum(cls: type[enum.Enum]) -> Enum:
+def _enum(cls: type[enum.Enum], length: int = 16) -> Enum:
     return Enum(
         cls,
         native_enum=False,
-        length=16,
+        length=length,
         values_callable=lambda e: [m.value for m in e],
         validate_strings=True,
         create_constraint=False,

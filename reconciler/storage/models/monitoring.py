@@ -79,7 +79,23 @@ class QueueSnapshotHourly(Base):
     max_oldest_age_seconds: Mapped[float]
 
 
+class Silence(Base):
+    """A health-strip warning an operator silenced: who, why and until when (each one audited)."""
+
+    __tablename__ = "health_silences"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    signal: Mapped[str] = mapped_column(String(128))  # the signal's label ("Scheduler")
+    silenced_by: Mapped[str] = mapped_column(String(128))
+    reason: Mapped[str] = mapped_column(String(500))
+    created_at: Mapped[datetime]
+    until: Mapped[datetime]
+
+    __table_args__ = (Index("ix_health_silences_signal_until", "signal", "until"),)
+
+
 SCHEDULER_HEARTBEATS = cast(Table, SchedulerHeartbeat.__table__)
+HEALTH_SILENCES = cast(Table, Silence.__table__)
 QUEUE_SNAPSHOTS = cast(Table, QueueSnapshot.__table__)
 HOURLY_COUNTS = cast(Table, HourlyCount.__table__)
 ROLLUP_MARKS = cast(Table, RollupMark.__table__)

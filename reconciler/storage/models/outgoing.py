@@ -59,10 +59,14 @@ class OutboxMessage(Base):
     # When the message last became due: written, or replayed (its age counts from here).
     queued_at: Mapped[datetime] = mapped_column(default=_same_as("created_at"))
     sent_at: Mapped[datetime | None]
+    # When it went dead (None unless dead): "recover since" asks when a message died, not when
+    # it was written
+    dead_at: Mapped[datetime | None]
 
     __table_args__ = (
         UniqueConstraint("target", "key"),
         Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
+        Index("ix_outbox_target_dead_at", "target", "dead_at"),
         Index("ix_outbox_target_object_key_id", "target", "object_key", "id"),
         Index("ix_outbox_source_event_id", "source", "event_id"),
         Index("ix_outbox_correlation_id", "correlation_id"),
@@ -113,6 +117,19 @@ class OutboxSnapshot(Base):
     )
 
 
+class OutboxPause(Base):
+    """A target an operator paused (Svix's "disable endpoint"): its messages stay pending and no
+    publisher claims them until the row is deleted (resume). Who and why are on the row while it
+    lasts; the audit log keeps every pause and resume."""
+
+    __tablename__ = "outbox_pauses"
+
+    target: Mapped[str] = mapped_column(String(64), primary_key=True)
+    paused_by: Mapped[str] = mapped_column(String(128))
+    paused_at: Mapped[datetime]
+    reason: Mapped[str] = mapped_column(Text)
+
+
 class IdempotencyKey(Base):
     """A client's Idempotency-Key on the team's own API (``reconciler.idempotency``): the first
     request's fingerprint and, once it finished, its response, which answers every repeat."""
@@ -144,4 +161,5 @@ class IdempotencyKey(Base):
 OUTBOX = cast(Table, OutboxMessage.__table__)
 OUTBOX_ATTEMPTS = cast(Table, OutboxAttempt.__table__)
 OUTBOX_SNAPSHOTS = cast(Table, OutboxSnapshot.__table__)
+OUTBOX_PAUSES = cast(Table, OutboxPause.__table__)
 IDEMPOTENCY_KEYS = cast(Table, IdempotencyKey.__table__)
