@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
 from reconciler.ops.overview import RunPoint
 from reconciler.ops.timerange import TimeRange
@@ -30,6 +30,8 @@ PATTERNS = {
     "dead": "+",
 }
 KIND_ORDER = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")
+# Plotly's own pattern sequence, a source each
+SOURCE_PATTERNS = ("", "/", "\\", "x", "-", "|", "+", ".")
 NO_DATA = "no data in this range"
 
 
@@ -55,6 +57,7 @@ def _empty(title: str, y_title: str, span: tuple[datetime, datetime] | None) -> 
         text=NO_DATA, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font_size=16
     )
     fig.update_yaxes(visible=False)
+    fig.update_xaxes(type="date")  # without data Plotly would number the range's axis -1 to 6
     return _layout(fig, title, y_title, span)
 
 
@@ -66,22 +69,41 @@ def _span(rng: TimeRange, frame_times: pd.Series | None = None) -> tuple[datetim
     return start.to_pydatetime(), end.to_pydatetime()
 
 
+def _stacked(
+    frame: pd.DataFrame,
+    y: str,
+    colour: str,
+    pattern: str,
+    patterns: dict[str, str],
+    colours: list[str],
+) -> go.Figure:
+    """One bar trace per (colour, pattern) pair, stacked: the figure Plotly Express draws for
+    ``px.bar(color=, pattern_shape=)``, built directly (a third of the time on every page load)."""
+    palette = qualitative.Plotly
+    colour_of = {name: palette[i % len(palette)] for i, name in enumerate(colours)}
+    fig = go.Figure()
+    for c in colours:
+        mine = frame[frame[colour] == c]
+        for p in dict.fromkeys(mine[pattern]):
+            part = mine[mine[pattern] == p]
+            fig.add_bar(
+                x=part["time"],
+                y=part[y],
+                name=f"{c}, {p}",
+                legendgroup=f"{c}, {p}",
+                marker={"color": colour_of[c], "pattern": {"shape": patterns.get(p, "-")}},
+                hovertemplate=f"{colour}={c}<br>{pattern}={p}<br>{y}=%{{y}}<br>%{{x}}<extra></extra>",
+            )
+    fig.update_layout(barmode="stack")
+    return fig
+
+
 def stacked_counts(frame: pd.DataFrame, rng: TimeRange, title: str) -> go.Figure:
     """Bars per bucket stacked by (source, outcome): colour is the source, pattern the outcome."""
     if frame.empty or int(frame["n"].sum()) == 0:
         return _empty(title, "count", _span(rng))
-    outcomes = list(dict.fromkeys(frame["outcome"]))
-    fig = px.bar(
-        frame,
-        x="time",
-        y="n",
-        color="source",
-        pattern_shape="outcome",
-        pattern_shape_map={o: PATTERNS.get(o, "-") for o in outcomes},
-        hover_data={"source": True, "outcome": True, "n": True},
-        labels={"n": "count", "time": ""},
-    )
-    fig.update_layout(barmode="stack")
+    sources = list(dict.fromkeys(frame["source"]))
+    fig = _stacked(frame, "n", "source", "outcome", PATTERNS, sources)
     return _layout(fig, title, "count", _span(rng, frame["time"]))
 
 
@@ -144,14 +166,8 @@ def discrepancies_per_run(runs: Sequence[RunPoint], rng: TimeRange) -> go.Figure
             y=0.35,
         )
         return fig
-    fig = px.bar(
-        frame,
-        x="time",
-        y="records",
-        color="kind",
-        pattern_shape="source",
-        category_orders={"kind": [k for k in KIND_ORDER if k in set(frame["kind"])]},
-        labels={"time": ""},
-    )
-    fig.update_layout(barmode="stack")
+    kinds = [k for k in KIND_ORDER if k in set(frame["kind"])]
+    sources = dict.fromkeys(frame["source"])
+    patterns = {s: SOURCE_PATTERNS[i % len(SOURCE_PATTERNS)] for i, s in enumerate(sources)}
+    fig = _stacked(frame, "records", "kind", "source", patterns, kinds)
     return _layout(fig, title, "records", _span(rng))

@@ -11,7 +11,6 @@ from streamlit.web.cli import main
 
 PRELOAD = (
     "pandas",
-    "plotly.express",
     "plotly.graph_objects",
     "sqlalchemy",
     "reconciler.config",

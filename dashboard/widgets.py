@@ -3,7 +3,7 @@ readable tables. They render only; what they show comes from ``reconciler.ops``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -206,11 +206,8 @@ def link(target: PageLink, label: str) -> None:
     st.page_link(f"views/{target.page}.py", label=label, query_params=target.query() or None)
 
 
-def health_strip(
-    signals: Sequence[Signal], controls: Callable[[Signal], None] | None = None
-) -> None:
-    """The strip: each signal's badge, figure and detail, a link to what it counts, and
-    ``controls`` under a warning (silencing it, for operators)."""
+def health_strip(signals: Sequence[Signal]) -> None:
+    """The strip: each signal's badge, figure and detail, and a link to what it counts."""
     per_row = 4
     for first in range(0, len(signals), per_row):
         cols = st.columns(per_row)
@@ -223,8 +220,6 @@ def health_strip(
                     st.caption(signal.silenced)
                 if signal.link is not None:
                     link(signal.link, "Open")
-                if controls is not None and signal.level is Level.WARN:
-                    controls(signal)
 
 
 # an amount in the currency's units (frames.table): two decimals, the column still sorts as numbers

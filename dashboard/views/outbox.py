@@ -264,7 +264,9 @@ dead, dead_total = data.outbox_messages(
 if not dead:
     st.success("No dead message for the selected targets.")
 else:
-    st.caption(f"{dead_total:,} dead messages (the newest {len(dead):,} can be chosen here).")
+    st.caption(
+        f"{count(dead_total, 'dead message')} (the newest {len(dead):,} can be chosen here)."
+    )
     # nothing chosen until the operator chooses: retrying one must not replay them all
     chosen = st.multiselect(
         "Replay these messages (same keys)", [r["id"] for r in dead], key="ob_dead_pick"
@@ -303,10 +305,14 @@ if recover_target and isinstance(recover_day, date):
         f"{count(waiting, 'message')} of {recover_target} went dead since "
         f"{since:%Y-%m-%d %H:%M} UTC."
     )
-    if waiting:
+    if not waiting:
+        context.here("ob_recover")  # the recovery just done: its result where its form was
+    else:
         go_recover, why_recover, _ = context.confirmed_form(
             "ob_recover",
-            f"Yes, send these {waiting:,} messages again with their keys",
+            "Yes, send this message again with its key"
+            if waiting == 1
+            else f"Yes, send these {waiting:,} messages again with their keys",
             "Recover",
         )
         if go_recover:

@@ -9,7 +9,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from dashboard import charts, context, data, urlstate, widgets
 from reconciler.ops import frames, silences
 from reconciler.ops.display import age, count
-from reconciler.ops.health import Signal, judge
+from reconciler.ops.health import Level, Signal, judge
 from reconciler.ops.links import to
 from reconciler.ops.masking import masker_for
 from reconciler.ops.overview import kpis
@@ -41,20 +41,31 @@ if not selected:
     st.stop()
 
 
-def silence_controls(signal: Signal) -> None:
-    """Silence a warning nobody can act on (or show it again), with a reason; audited."""
-    key = "ov_silence_" + "".join(c if c.isalnum() else "_" for c in signal.label)
+def silence_controls(signals: list[Signal]) -> None:
+    """One popover under the strip: silence a warning nobody can act on, or show a silenced one
+    again, with a reason; audited. (One for all warnings: each is a form the page draws.)"""
+    if not signals:
+        return
     engine, now = context.engine(), context.now()
-    with st.popover("Show again" if signal.silenced else "Silence"):
-        reason = st.text_input("Reason (required, recorded in the audit log)", key=f"{key}_why")
+    label = "Silence a warning" if not any(s.silenced for s in signals) else "Silences"
+    by_label = {s.label: s for s in signals}
+    with st.popover(label):
+        name = st.selectbox(
+            "Warning",
+            list(by_label),
+            key="ov_silence_which",
+            format_func=lambda n: n + (" (silenced)" if by_label[n].silenced else ""),
+        )
+        signal = by_label[name]
+        reason = st.text_input("Reason (required, recorded in the audit log)", key="ov_silence_why")
         if signal.silenced:
-            if st.button("Show it again", key=f"{key}_off"):
+            if st.button("Show it again", key="ov_silence_off"):
                 context.act_and_refresh(
                     lambda a: silences.unsilence(engine, signal.label, now, actor=a, reason=reason)
                 )
             return
-        length = st.selectbox("For", list(silences.DURATIONS), key=f"{key}_for")
-        if st.button(f"Silence '{signal.label}'", key=f"{key}_on"):
+        length = st.selectbox("For", list(silences.DURATIONS), key="ov_silence_for")
+        if st.button(f"Silence '{signal.label}'", key="ov_silence_on"):
             span = silences.DURATIONS[length]
             context.act_and_refresh(
                 lambda a: silences.silence(engine, signal.label, span, now, actor=a, reason=reason)
@@ -70,7 +81,9 @@ def body() -> None:
     reconciled = tuple(s for s in selected if s in can_reconcile)
     facts = data.health_facts(context.db_key(), now, tuple(selected), float(threshold), reconciled)
     signals = judge(facts, threshold, min(60, cfg.reconcile.snapshot_interval_seconds))
-    widgets.health_strip(signals, silence_controls if context.identity().can_act else None)
+    widgets.health_strip(signals)
+    if context.identity().can_act:
+        silence_controls([s for s in signals if s.level is Level.WARN])
     ov = data.load_overview(
         context.db_key(), current.start, current.end, width, now, tuple(selected)
     )

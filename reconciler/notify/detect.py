@@ -5,7 +5,7 @@ since the target was last told, a scheduled slot no scheduler ran, and new or re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, func, select
@@ -142,8 +142,13 @@ def _dead_letter_facts(
                 (a.c.finished_at > floor) | (e.c.status == EventStatus.DEAD)
             )
         window = (dead, a.c.source == source, fresh)
-        new, until = conn.execute(
-            select(func.count(), func.max(a.c.finished_at))
+        new, until, first_in, last_in = conn.execute(
+            select(
+                func.count(),
+                func.max(a.c.finished_at),
+                func.min(e.c.received_at),
+                func.max(e.c.received_at),
+            )
             .select_from(a.join(e, e.c.id == a.c.inbox_event_id))
             .where(*window)
         ).one()
@@ -166,12 +171,20 @@ def _dead_letter_facts(
             "since": told.isoformat(timespec="seconds") if told else None,
             "until": until.isoformat(timespec="seconds"),
             "dead_now": int(dead_now),
+            # when they were received: the Dead letters page's range, so the link shows these
+            "received": [_second(first_in), _second(last_in + timedelta(seconds=1))],
             "types": {str(t or "unknown")[:64]: int(c) for t, c in types},
         }
         out.append(
             Fact("dead_letters", f"dead_letters:{source}:{until.isoformat()}", source, until, data)
         )
     return out
+
+
+def _second(at: datetime) -> str:
+    """UTC to the second, without a zone: the form the Dead letters page's ``from``/``to`` read."""
+    at = at.astimezone(UTC) if at.tzinfo else at
+    return at.replace(microsecond=0, tzinfo=None).isoformat()
 
 
 def issue_facts(conn: Connection, floor: datetime, only: set[str]) -> list[Fact]:

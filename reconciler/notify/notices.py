@@ -97,7 +97,9 @@ def _render_dead_letters(data: dict[str, Any], base: str) -> Message:
     if types:
         lines.append("By event type: " + _by_kind(types) + ".")
     lines.append("Nothing retries them: replay them once the cause is fixed.")
-    links = [("Open dead letters", page_url("dead_letters", base, source=[source]))]
+    received = data.get("received") or [None, None]  # absent on notices queued before it was
+    span = {"from": received[0], "to": received[1]}
+    links = [("Open dead letters", page_url("dead_letters", base, source=[source], **span))]
     return Message(f"{source}: {count(new, 'new dead letter')}", lines, links)
 
 

@@ -72,8 +72,9 @@ def test_the_runs_table_has_the_first_line_and_the_run_its_full_text(dash: Dash)
 def test_a_warning_is_silenced_with_a_reason_and_audited(dash: Dash) -> None:
     at = dash.app()
     assert ":orange-badge[CHECK] Scheduler: **never seen**" in _strip(at)  # no scheduler ran
-    at.text_input(key="ov_silence_Scheduler_why").input("a demo machine: no scheduler")
-    at.selectbox(key="ov_silence_Scheduler_for").set_value("1 day")
+    at.selectbox(key="ov_silence_which").set_value("Scheduler")  # one popover for every warning
+    at.text_input(key="ov_silence_why").input("a demo machine: no scheduler")
+    at.selectbox(key="ov_silence_for").set_value("1 day")
     next(b for b in at.button if b.label == "Silence 'Scheduler'").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert ":gray-badge[SILENCED] Scheduler: **never seen**" in _strip(at)

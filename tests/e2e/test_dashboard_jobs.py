@@ -150,7 +150,9 @@ def _browser(pw: object) -> object:
 
 def _act(page: object, reason: str, confirm: str, button: str) -> None:
     """Fill the form whose confirmation box says ``confirm`` and submit it."""
+    _settled(page)  # a rerun still drawing keeps the previous run's forms beside the new ones
     form = page.get_by_test_id("stForm").filter(has_text=confirm)  # type: ignore[attr-defined]
+    playwright_api.expect(form).to_have_count(1)
     form.get_by_label("Reason (required").fill(reason)
     form.get_by_text(confirm).click()
     form.get_by_role("button", name=button).click()

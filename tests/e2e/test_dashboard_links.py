@@ -16,9 +16,10 @@ from sqlalchemy import insert, select
 
 from reconciler.storage.engine import make_engine
 from reconciler.storage.migrate import upgrade
-from reconciler.storage.models import DISCREPANCIES
+from reconciler.storage.models import DISCREPANCIES, INBOX_EVENTS
 from reconciler.storage.types import utcnow
 from tests.dashboard_data import seed, write_config
+from tests.e2e.test_dashboard_app import _seed_conflict
 from tests.e2e.test_dashboard_e2e import (
     ARTIFACTS,
     CHROMIUM,
@@ -37,10 +38,10 @@ ENV = {"T_STRIPE_SECRET": "whsec_x", "T_GITHUB_SECRET": "x", "T_SHOPIFY_SECRET":
 
 
 @pytest.fixture
-def linked(tmp_path: Path) -> Iterator[dict[str, object]]:
-    """The seeded history plus a second open discrepancy of invoice in_2 that names evt_3, so the
-    diverged discrepancy (evt_2) lists another discrepancy of its object."""
-    url = f"sqlite:///{tmp_path / 'links.db'}"
+def linked(tmp_path: Path, pg_db: str) -> Iterator[dict[str, object]]:
+    """On PostgreSQL: the seeded history plus a second open discrepancy of invoice in_2 that names
+    evt_3, so the diverged discrepancy (evt_2) lists another discrepancy of its object."""
+    url = pg_db
     engine = make_engine(url)
     upgrade(engine)
     seed(engine)
@@ -244,3 +245,49 @@ def test_an_actions_result_is_shown_next_to_the_action(linked: dict[str, object]
             _shot(page, "result-next-to-action")
         finally:
             browser.close()
+
+
+def test_a_conflict_is_compared_and_the_later_delivery_applied(
+    linked: dict[str, object], pg_db: str
+) -> None:
+    """The conflict job: an event id delivered again with other content; its discrepancy's link
+    shows both versions (masked) and "apply later delivery" stores the later body."""
+    expect = playwright_api.expect
+    engine = make_engine(pg_db)
+    try:
+        _seed_conflict(engine)
+        with engine.connect() as conn:
+            conflict = conn.execute(
+                select(DISCREPANCIES.c.id).where(
+                    DISCREPANCIES.c.kind == "conflict",
+                    DISCREPANCIES.c.field == "data.object.status",
+                )
+            ).scalar_one()
+        with playwright_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 1400})
+            page.set_default_timeout(30_000)
+            try:
+                page.goto(f"{linked['base']}/discrepancies?id={conflict}")
+                heading = f"Discrepancy #{conflict}: conflict"
+                expect(page.get_by_role("heading", name=heading)).to_be_visible()
+                expect(page.get_by_text("Later delivery has")).to_be_visible()
+                _settled(page)
+                expect(page.get_by_text("bob@example.com")).to_have_count(0)  # masked
+                page.get_by_test_id("stRadio").get_by_text("apply later delivery").click()
+                form = page.get_by_test_id("stForm").filter(has_text="Yes, apply this action")
+                form.get_by_label("Reason (required").fill("the refund went through")
+                form.get_by_text("Yes, apply this action").click()
+                form.get_by_role("button", name="Apply").click()
+                applied = page.get_by_text(re.compile(r"with the later delivery's body"))
+                expect(applied).to_be_visible()
+                _shot(page, "conflict-applied")
+            finally:
+                browser.close()
+        with engine.connect() as conn:
+            stored = conn.execute(
+                select(INBOX_EVENTS.c.body).where(INBOX_EVENTS.c.event_id == "evt_conflict")
+            ).scalar_one()
+        assert b"refunded" in stored
+    finally:
+        engine.dispose()

@@ -200,8 +200,8 @@ def provider() -> Iterator[Provider]:
         thread.join()
 
 
-def _database(tmp_path: Path) -> tuple[str, int]:
-    url = f"sqlite:///{tmp_path / 'signin.db'}"
+def _database(url: str) -> tuple[str, int]:
+    """The seeded history on PostgreSQL (``pg_db``), and its diverged discrepancy's id."""
     engine = make_engine(url)
     upgrade(engine)
     seed(engine)
@@ -235,9 +235,9 @@ def _audit(engine: Engine) -> list[tuple[Any, ...]]:
 
 
 def test_signing_in_and_out_comes_back_to_the_pasted_link(
-    tmp_path: Path, provider: Provider
+    tmp_path: Path, provider: Provider, pg_db: str
 ) -> None:
-    url, did = _database(tmp_path)
+    url, did = _database(pg_db)
     config = write_config(tmp_path, url, dashboard_extra=_auth_table(provider))
     expect = playwright_api.expect
     with running_dashboard(config, tmp_path, ENV) as base:
@@ -317,10 +317,12 @@ PLANTED = [
 ]
 
 
-def test_a_planted_link_lands_on_the_overview(tmp_path: Path, provider: Provider) -> None:
+def test_a_planted_link_lands_on_the_overview(
+    tmp_path: Path, provider: Provider, pg_db: str
+) -> None:
     """Anyone can set the cookie: a link that is not one of the app's pages opens the Overview; a
     page's link planted the same way opens it (the cookie is what is followed)."""
-    url, _ = _database(tmp_path)
+    url, _ = _database(pg_db)
     config = write_config(tmp_path, url, dashboard_extra=_auth_table(provider))
     expect = playwright_api.expect
     with (
@@ -352,7 +354,7 @@ def test_the_server_refuses_an_action_of_a_user_who_is_not_an_operator(
 ) -> None:
     """The form an operator opened, submitted by a user the provider says is not one (as a forged
     or stale request would): the server runs no action and writes nothing."""
-    url, did = _database(tmp_path)
+    url, did = _database(f"sqlite:///{tmp_path / 'signin.db'}")  # (the browser tests: PostgreSQL)
     monkeypatch.setenv("HOOKLEDGER_CONFIG", str(write_config(tmp_path, url, auth=True)))
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
