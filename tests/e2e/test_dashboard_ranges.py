@@ -66,3 +66,24 @@ def test_a_range_keeps_the_text_it_was_written_with(dash: Dash, page: str) -> No
 def test_a_range_that_cannot_be_read_says_so(dash: Dash, page: str) -> None:
     at = _open(page, range="yesterday-ish")
     assert any("'yesterday-ish' is not a range like now-1h" in w.value for w in at.warning)
+
+
+def test_a_dead_letter_notifications_link_shows_the_events_it_counts(dash: Dash) -> None:
+    """The notice's link names when its events were received (``from``/``to``, not a range
+    relative to now), so opened hours later it still shows those events: here evt_dead."""
+    from datetime import timedelta
+    from urllib.parse import parse_qs, urlsplit
+
+    from reconciler.notify.detect import _dead_letter_facts
+    from reconciler.notify.notices import render
+    from reconciler.storage.types import utcnow
+
+    now = utcnow()
+    with dash.engine.connect() as conn:
+        [fact] = _dead_letter_facts(conn, "hook", now - timedelta(days=1), now, timedelta(0), set())
+    [(_, link)] = render(fact.kind, fact.data, "https://ops.example.com").links
+    query = parse_qs(urlsplit(link).query)
+    assert set(query) == {"source", "from", "to"}
+    at = _open("dead_letters", **{k: v[0] for k, v in query.items()})
+    assert at.selectbox(key="dl_received").value == "Custom"
+    assert any("1 event selected" in m.value for m in at.markdown)  # evt_dead
