@@ -7,6 +7,7 @@ between tests, so parallel runs and developers' own tables are never touched.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -34,6 +35,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "providers"
 
 PG_ENV = "HOOKLEDGER_TEST_POSTGRES_URL"
 INBOX_TABLES = [t.name for t in reversed(Base.metadata.sorted_tables)]
+# aiosmtpd (the e-mail notifications' SMTP server) logs every connection at INFO; a test that sets
+# up hookledger's logging in-process would otherwise print them between the pytest-xdist dots
+logging.getLogger("mail.log").setLevel(logging.WARNING)
 
 SECRETS = {
     "stripe": "whsec_test_secret",

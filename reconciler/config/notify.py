@@ -17,10 +17,10 @@ from reconciler.config.base import _env_secret, _standard_secrets, _Table
 from reconciler.errors import ConfigError
 
 NotifyOn = Literal["discrepancies", "dead_letters", "run_failed", "run_missed", "issues"]
-# the default; "issues" (a notice per new or reopened issue) is asked for, often instead of
-# "dead_letters" (a notice per source's batch of new dead letters)
-NOTIFY_ON: tuple[NotifyOn, ...] = ("discrepancies", "dead_letters", "run_failed", "run_missed")
-NOTIFY_ON_ALL: tuple[NotifyOn, ...] = (*NOTIFY_ON, "issues")
+# the default: a notice per new or reopened issue, not per failure (issue 46); "dead_letters" (a
+# notice per source's batch of new dead letters) is asked for by name
+NOTIFY_ON: tuple[NotifyOn, ...] = ("discrepancies", "issues", "run_failed", "run_missed")
+NOTIFY_ON_ALL: tuple[NotifyOn, ...] = (*NOTIFY_ON, "dead_letters")
 _EMAIL = r"^[^@\s<>,;]+@[^@\s<>,;]+$"
 _EMAIL_KEYS = (
     "smtp_host",

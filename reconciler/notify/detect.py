@@ -21,6 +21,7 @@ from reconciler.storage.models import (
     RECON_RUNS,
     SCHEDULER_HEARTBEATS,
     EventStatus,
+    IssueKind,
     IssueStatus,
     RunStatus,
 )
@@ -52,7 +53,10 @@ def facts_for(
         every = timedelta(minutes=target.dead_letters_every_minutes)
         found += _dead_letter_facts(conn, target.name, floor, now, every, only)
     if "issues" in wanted:
-        found += issue_facts(conn, floor, only)
+        # an issue of a kind the target is told about in its own notice is not told twice
+        told = {IssueKind.DISCREPANCY} if "discrepancies" in wanted else set()
+        told |= {IssueKind.RECONCILE_FAILURE} if "run_failed" in wanted else set()
+        found += issue_facts(conn, floor, only, skip=told)
     if "run_missed" in wanted and scheduled:
         missed = missed_slot(conn, settings, floor, now, scheduled)
         if missed is not None:
@@ -187,7 +191,9 @@ def _second(at: datetime) -> str:
     return at.replace(microsecond=0, tzinfo=None).isoformat()
 
 
-def issue_facts(conn: Connection, floor: datetime, only: set[str]) -> list[Fact]:
+def issue_facts(
+    conn: Connection, floor: datetime, only: set[str], skip: set[IssueKind] | None = None
+) -> list[Fact]:
     """Each open issue that failed after ``floor``, once per opening: the key names the issue
     and how often it was reopened, so a new issue is told once, and again each time it reopens
     (not for every failure it groups). Its signature is told, never an error's own text (the
@@ -196,6 +202,8 @@ def issue_facts(conn: Connection, floor: datetime, only: set[str]) -> list[Fact]
     stmt = select(ISSUES).where(i.status == IssueStatus.OPEN, i.last_seen >= floor)
     if only:
         stmt = stmt.where(i.source.in_(sorted(only)))
+    if skip:
+        stmt = stmt.where(i.kind.not_in(sorted(skip)))
     out = []
     for row in conn.execute(stmt.order_by(i.last_seen).limit(ISSUES_TOLD)).mappings():
         data = {

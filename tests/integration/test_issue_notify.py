@@ -8,11 +8,12 @@ import json
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert
 
 from reconciler.issues import actions
 from reconciler.notify.dispatch import dispatch
 from reconciler.schedule import build_scheduler, refresh_issues
+from reconciler.storage.models import DISCREPANCIES
 from reconciler.storage.types import utcnow
 from tests.conftest import make_settings
 from tests.integration.test_issues import dead_event, issues
@@ -67,6 +68,46 @@ def test_one_notice_per_new_or_reopened_issue_not_per_failure(engine: Engine) ->
         (again,) = [json.loads(b)["data"] for b in sink.bodies("/hook")[2:]]
         assert (again["issue"], again["reopened"], again["count"]) == (stripe["issue"], 1, 5)
         assert again["title"] == f"stripe: issue reopened #{stripe['issue']}"
+
+
+def test_by_default_dead_letters_are_told_once_per_issue(engine: Engine) -> None:
+    """A target that names nothing is told of issues, not of each batch of dead letters; an issue
+    of a kind it already hears of in its own notice (a discrepancy: ``discrepancies``; a failed
+    run: ``run_failed``) is not told twice. A target with only ``issues`` hears every kind."""
+    start = utcnow()
+    clock = Clock(start)
+    with http_sink() as (sink, server):
+        settings = with_targets(
+            make_settings(),
+            webhook_target(f"{server.url}/hook"),
+            webhook_target(f"{server.url}/all", name="all", on=["issues"]),
+        )
+        dispatch(engine, settings, clock=clock)
+        for k in range(3):
+            dead_event(engine, start + timedelta(seconds=10 + k), f"unknown plan 'p{k}'")
+        with engine.begin() as conn:
+            conn.execute(
+                insert(DISCREPANCIES).values(
+                    source="stripe",
+                    kind="missing",
+                    record_key="evt_lost",
+                    field="",
+                    cause="webhook_lost",
+                    first_seen_at=start + timedelta(seconds=20),
+                    last_seen_at=start + timedelta(seconds=20),
+                    first_run_id="r",
+                    last_run_id="r",
+                    status="open",
+                )
+            )
+        clock.at = start + timedelta(minutes=1)
+        dispatch(engine, settings, clock=clock)
+        told = [json.loads(b) for b in sink.bodies("/hook")]
+        assert [(t["type"], t["data"]["kind"], t["data"]["count"]) for t in told] == [
+            ("hookledger.issue", "dead_event", 3)
+        ]
+        everything = sorted(json.loads(b)["data"]["kind"] for b in sink.bodies("/all"))
+        assert everything == ["dead_event", "discrepancy"]
 
 
 def test_the_scheduler_groups_failures_every_minute_and_never_fails_for_it(engine: Engine) -> None:

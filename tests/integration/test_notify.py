@@ -34,6 +34,9 @@ from tests.scenario import Scenario
 WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 DASHBOARD = "https://hookledger.example.com"
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+# dead letters told per source's batch, as the default was before issues (the default tells them
+# as issues: test_by_default_dead_letters_are_told_once_per_issue)
+PER_BATCH = ["discrepancies", "dead_letters", "run_failed", "run_missed"]
 
 
 class Clock:
@@ -243,7 +246,8 @@ def test_a_target_that_cannot_be_told_never_fails_the_run_and_is_retried(
 
 def test_dead_letters_are_told_per_source_at_most_every_interval(engine: Engine) -> None:
     with http_sink() as (sink, server):
-        settings = with_targets(make_settings(), webhook_target(f"{server.url}/hook"))
+        target = webhook_target(f"{server.url}/hook", on=PER_BATCH)
+        settings = with_targets(make_settings(), target)
         clock = Clock(T0)
         dispatch(engine, settings, clock=clock)
         add_dead(engine, "stripe", ["evt_1", "evt_2", "evt_3"], T0 + timedelta(seconds=10))
@@ -316,7 +320,8 @@ def test_a_new_install_or_target_is_not_told_past_runs_but_what_is_still_open(
 ) -> None:
     with http_sink() as (sink, server):
         settings = with_targets(
-            make_settings(reconcile={"schedule": "0 2 * * *"}), webhook_target(f"{server.url}/hook")
+            make_settings(reconcile={"schedule": "0 2 * * *"}),
+            webhook_target(f"{server.url}/hook", on=PER_BATCH),
         )
         add_run(engine, "old", "failed", "schedule", T0 - timedelta(hours=1))
         add_dead(engine, "stripe", ["evt_old"], T0 - timedelta(hours=1))
@@ -340,7 +345,7 @@ def test_the_first_notify_pass_of_a_target_added_later_tells_the_open_dead_lette
     appeared is told on its first pass what is still open (not what was replayed since), and
     the target told before is not told again."""
     with http_sink() as (sink, server):
-        first = with_targets(make_settings(), webhook_target(f"{server.url}/hook"))
+        first = with_targets(make_settings(), webhook_target(f"{server.url}/hook", on=PER_BATCH))
         dispatch(engine, first, clock=Clock(T0))
         add_dead(engine, "stripe", ["evt_1", "evt_2"], T0 + timedelta(minutes=1))
         add_dead(engine, "github", ["gh_fixed"], T0 + timedelta(minutes=1), event_type="push")
@@ -355,8 +360,8 @@ def test_the_first_notify_pass_of_a_target_added_later_tells_the_open_dead_lette
 
         later = with_targets(
             make_settings(),
-            webhook_target(f"{server.url}/hook"),
-            webhook_target(f"{server.url}/later", name="later"),
+            webhook_target(f"{server.url}/hook", on=PER_BATCH),
+            webhook_target(f"{server.url}/later", name="later", on=PER_BATCH),
         )
         reports = dispatch(engine, later, clock=Clock(T0 + timedelta(minutes=30)))
         assert reports["later"].recorded == 1  # not "0 new"
