@@ -24,8 +24,8 @@ RECEIVE_ONLY = ("slack",)  # sources the demo sends webhooks of but has no list 
 def notifications(
     console: Console, ops: OpsChannel, found: dict[str, dict[str, int]], engine: Engine
 ) -> list[str]:
-    """One signed message a source about its new discrepancies and one about its dead letters at
-    the stand-in ops channel: lines that differ."""
+    """One signed message a source about its new discrepancies and one about the issue its dead
+    letters are grouped in, at the stand-in ops channel: lines that differ."""
     messages = ops.received()
     told = {(m["type"], m["data"].get("source")) for m in messages}
     with engine.connect() as conn:
@@ -43,7 +43,7 @@ def notifications(
         for s, kinds in found.items()
         if any(n for kind, n in kinds.items() if kind != "conflict")
     }
-    wanted |= {("hookledger.dead_letters", s) for s in dead}
+    wanted |= {("hookledger.issue", s) for s in dead}  # dead letters: told per issue
     console.print(
         f"notifications: {len(messages)} signed messages at the demo's ops channel "
         f"({ops.refused} refused): " + "; ".join(sorted(m["data"]["title"] for m in messages))
