@@ -78,7 +78,8 @@ def _stacked(
     colours: list[str],
 ) -> go.Figure:
     """One bar trace per (colour, pattern) pair, stacked: the figure Plotly Express draws for
-    ``px.bar(color=, pattern_shape=)``, built directly (a third of the time on every page load)."""
+    ``px.bar(color=, pattern_shape=)``, built directly (its general machinery is most of the cost
+    of a page load's figures; docs/benchmarks.md)."""
     palette = qualitative.Plotly
     colour_of = {name: palette[i % len(palette)] for i, name in enumerate(colours)}
     fig = go.Figure()

@@ -38,8 +38,8 @@ COMMANDS: dict[str, Help] = {
     "notify": Help(
         "Tell the [[notify]] targets what is new: runs that found new discrepancies, scheduled "
         "runs that failed or were missed, new or reopened issues (dead letters grouped); each is "
-        "told once, within its "
-        "max_per_hour. 'hookledger schedule' does this every minute; run it from cron otherwise.",
+        "told once, within its max_per_hour. 'hookledger schedule' does this every minute; run "
+        "it from cron otherwise.",
         (
             "hookledger notify",
             "hookledger notify --test --target ops-slack",
