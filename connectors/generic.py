@@ -20,16 +20,19 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from connectors import samples
+from connectors import samples, scheme_check
 from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
+from connectors.declared import keys_of, public_key_rule
 from connectors.errors import ConfigError, MalformedResponseError, UnsupportedError
+from connectors.generic_scheme import GenericKeys, scheme_of
 from connectors.http import ProviderClient, parse_link_header, redact_url
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
-from connectors.parsing import ParsedEvent, json_path_get, parse_generic, parse_standard
-from connectors.provider import ClientFactory, Provider, headers_named, kept, timed_scheme
-from connectors.signatures import generic_sign, standard_sign, verify_generic, verify_standard
-from connectors.webhooks import WebhookRequest
+from connectors.parsing import ParsedEvent, json_path_get, parse_standard
+from connectors.provider import ClientFactory, Provider, headers_named, timed_scheme
+from connectors.scheme import SchemeError
+from connectors.signatures import standard_sign, verify_standard
+from connectors.webhooks import Verdict, WebhookRequest
 
 
 def _time(value: Any) -> datetime | None:
@@ -248,20 +251,6 @@ class ListKeys(ProviderKeys):
     limit_param: str = "limit"
 
 
-class GenericKeys(ProviderKeys):
-    """How a generic sender signs its deliveries and names its events."""
-
-    signature_header: str | None = None
-    signature_algorithm: Literal["sha1", "sha256", "sha512"] = "sha256"
-    signature_encoding: Literal["hex", "base64"] = "hex"
-    signature_prefix: str = ""
-    signed_payload: Literal["body"] = "body"
-    id_header: str | None = None
-    id_json_path: str | None = None
-    type_header: str | None = None
-    type_json_path: str | None = None
-
-
 class GenericSenderKeys(GenericKeys, ListKeys):
     """The generic provider's keys: its signature and identity, and its list API."""
 
@@ -280,35 +269,26 @@ def _list_rule(values: Mapping[str, Any]) -> str | None:
 
 
 def _generic_rule(values: Mapping[str, Any]) -> str | None:
-    if not values.get("signature_header"):
-        return "kind 'generic' needs key 'signature_header'"
-    if not (values.get("id_header") or values.get("id_json_path")):
-        return "kind 'generic' needs key 'id_header' or 'id_json_path'"
+    keys = GenericKeys.model_validate(
+        {k: v for k, v in values.items() if k in GenericKeys.model_fields}
+    )
+    try:
+        scheme = scheme_of(keys)
+    except SchemeError as exc:
+        return str(exc)
+    if scheme.asymmetric:
+        problem = public_key_rule(scheme, "generic")(values)
+        if problem:
+            return problem
     return _list_rule(values)
 
 
 def _verify_generic(
     options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
-) -> ParsedEvent:
-    headers, body = request.headers, request.body
-    keys = options.own(GenericKeys)
-    assert keys.signature_header is not None  # the provider's rule requires it
-    verify_generic(
-        headers,
-        body,
-        secrets,
-        header=keys.signature_header,
-        algorithm=keys.signature_algorithm,
-        encoding=keys.signature_encoding,
-        prefix=keys.signature_prefix,
-    )
-    return parse_generic(
-        headers,
-        body,
-        id_header=keys.id_header,
-        id_json_path=keys.id_json_path,
-        type_header=keys.type_header,
-        type_json_path=keys.type_json_path,
+) -> Verdict:
+    scheme = scheme_of(options.own(GenericKeys))
+    return scheme_check.verify(
+        scheme, request, secrets, keys_of(options), tolerance=options.tolerance_seconds
     )
 
 
@@ -337,20 +317,13 @@ def _sign_generic(
     now: float,
     url: str,
 ) -> dict[str, str]:
-    keys = options.own(GenericKeys)
-    assert keys.signature_header is not None  # the provider's rule requires it
-    carried = [h.lower() for h in (keys.id_header, keys.type_header) if h]
-    return {
-        "content-type": headers.get("content-type") or "application/json",
-        **kept(headers, *carried),
-        keys.signature_header.lower(): generic_sign(
-            body,
-            secret,
-            algorithm=keys.signature_algorithm,
-            encoding=keys.signature_encoding,
-            prefix=keys.signature_prefix,
-        ),
-    }
+    scheme = scheme_of(options.own(GenericKeys))
+    if not scheme_check.can_sign(scheme):
+        raise ConfigError(
+            f"source '{options.name}': its signature ({scheme.algorithm}, in "
+            f"{scheme.signatures[0]}) is one hookledger cannot make: only its sender can"
+        )
+    return scheme_check.sign(scheme, headers, body, secret, now, url)
 
 
 SVIX_NAMES = {
@@ -401,7 +374,5 @@ GENERIC = Provider(
     keys=GenericSenderKeys,
     validate=_generic_rule,
     sign=_sign_generic,
-    sensitive_headers=lambda options: frozenset(
-        {header.lower()} if (header := options.own(GenericKeys).signature_header) else set()
-    ),
+    sensitive_headers=lambda options: scheme_of(options.own(GenericKeys)).header_names(),
 )

@@ -13,10 +13,11 @@ from typing import Any
 
 from connectors.base import Connector, Record
 from connectors.budget import BudgetSettings
+from connectors.catalogue import Catalogue
 from connectors.http import ProviderClient
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.parsing import ParsedEvent
-from connectors.samples import Catalogue
+from connectors.scheme import Scheme
 from connectors.webhooks import Verdict, WebhookRequest
 
 # (base URL, headers, where the credentials come from) -> an HTTP client with the retry policy
@@ -151,6 +152,11 @@ class Provider:
     # realistic sample deliveries by event type, for ``hookledger send`` (connectors.samples);
     # None: it has none (a delivery only the provider can sign, or one confirmed by its API)
     samples: Catalogue | None = None
+    # the signed time's window a source of this kind gets unless it sets ``tolerance_seconds``
+    # (Paddle documents 5 s; most providers 5 minutes)
+    tolerance: int = 300
+    # its signature as data, where it is one (connectors.scheme): ``generic`` and the docs read it
+    scheme: Scheme | None = None
 
     def __post_init__(self) -> None:
         if (self.confirm is None) != (self.confirm_key is None):

@@ -1,27 +1,16 @@
-"""Every provider hookledger knows, registered once. Adding one is a module with its connector and a
-``PROVIDER`` value (``connectors.provider.Provider``), plus its line here (docs/connectors.md: "Adding a
-provider")."""
+"""Every provider hookledger knows, found through the ``hookledger.providers`` entry points: the
+built-in ones are declared in pyproject.toml, and a provider published as its own package declares
+its own (docs/connectors.md: "Adding a provider"). A kind's module is imported only when a source of
+that kind, or a command, asks for it: a reconcile of one Stripe source imports no other provider."""
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from connectors import (
-    adyen,
-    discord,
-    discord_interactions,
-    generic,
-    github,
-    gopay,
-    shopify,
-    slack,
-    stripe,
-    twilio,
-    twilio_api,
-)
 from connectors.base import Connector
 from connectors.budget import RequestBudget
 from connectors.errors import ConfigError
@@ -30,56 +19,65 @@ from connectors.options import SourceOptions
 from connectors.provider import Provider
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     import httpx
 
-PROVIDERS: dict[str, Provider] = {
-    p.kind: p
-    for p in (
-        stripe.PROVIDER,
-        github.PROVIDER,
-        shopify.PROVIDER,
-        generic.STANDARD,
-        generic.GENERIC,
-        slack.PROVIDER,
-        twilio.PROVIDER,
-        adyen.PROVIDER,
-        discord.PROVIDER,
-        discord_interactions.PROVIDER,
-        gopay.PROVIDER,
-    )
-}
+GROUP = "hookledger.providers"
+
+# the providers imported so far, by kind (a test may register one here directly)
+LOADED: dict[str, Provider] = {}
 
 
-class AllProviderKeys(
-    stripe.StripeKeys,
-    github.GitHubKeys,
-    shopify.ShopifyKeys,
-    generic.GenericSenderKeys,
-    discord_interactions.DiscordInteractionsKeys,  # before DiscordKeys: its subclass
-    discord.DiscordKeys,
-    twilio_api.TwilioKeys,
-    gopay.GoPayKeys,
-):
-    """Every provider's own keys, for the configuration's ``[[sources]]`` table (a new provider's
-    keys class joins here, next to its entry above)."""
+@functools.cache
+def _entry_points() -> dict[str, EntryPoint]:
+    from importlib.metadata import entry_points
+
+    found: dict[str, EntryPoint] = {}
+    for point in entry_points(group=GROUP):
+        found.setdefault(point.name, point)  # the first installed wins, as importlib lists them
+    return found
 
 
 def kinds() -> tuple[str, ...]:
-    return tuple(PROVIDERS)
+    """Every registered kind (nothing is imported)."""
+    return tuple(dict.fromkeys([*_entry_points(), *LOADED]))
 
 
 def provider(kind: str) -> Provider:
-    try:
-        return PROVIDERS[kind]
-    except KeyError:
+    """The provider of ``kind``, its package imported on first use."""
+    if kind in LOADED:
+        return LOADED[kind]
+    point = _entry_points().get(kind)
+    if point is None:
         raise ConfigError(
-            f"unknown source kind '{kind}' (one of {', '.join(repr(k) for k in PROVIDERS)})"
+            f"unknown source kind '{kind}' (one of {', '.join(repr(k) for k in kinds())})"
+        )
+    # a third-party package that cannot be imported is named, not a traceback
+    try:
+        value = point.load()
+    except Exception as exc:
+        raise ConfigError(
+            f"source kind '{kind}': its provider {point.value} cannot be loaded "
+            f"({type(exc).__name__}: {exc})"
         ) from None
+    if not isinstance(value, Provider) or value.kind != kind:
+        raise ConfigError(
+            f"source kind '{kind}': entry point {point.value} is not a Provider of kind '{kind}'"
+        )
+    LOADED[kind] = value
+    return value
+
+
+def every_provider() -> tuple[Provider, ...]:
+    """Every registered provider, each imported (the docs, the completeness tests)."""
+    return tuple(provider(kind) for kind in kinds())
 
 
 def kinds_taking(key: str) -> tuple[str, ...]:
-    """The kinds whose configuration takes this key (empty: every kind takes it)."""
-    return tuple(kind for kind, p in PROVIDERS.items() if key in p.keys.model_fields)
+    """The kinds whose configuration takes this key (imports every provider: for error messages
+    and the docs, never on a command's way)."""
+    return tuple(p.kind for p in every_provider() if key in p.keys.model_fields)
 
 
 def build_connector(

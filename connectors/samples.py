@@ -10,45 +10,24 @@ confirmed against GoPay's own API) have none.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from connectors.catalogue import Catalogue, Sample, compact_json, token
 from connectors.options import SourceOptions
 from connectors.shopify_base import delivery_identity
 
 
-@dataclass(frozen=True)
-class Sample:
-    event_id: str
-    body: bytes
-    headers: dict[str, str]  # the provider's own, lower-case; the signature is added by its sign
-
-
-@dataclass(frozen=True)
-class Catalogue:
-    """The event types a provider's samples come in (the first is the default) and the builder:
-    (options, event type, the source's signing secret) -> a delivery."""
-
-    types: tuple[str, ...]
-    build: Callable[[SourceOptions, str, str], Sample]
-
-    def sample(self, options: SourceOptions, event_type: str | None, secret: str) -> Sample:
-        return self.build(options, event_type or self.types[0], secret)
-
-
 def _json(document: Any) -> bytes:
-    return json.dumps(document, separators=(",", ":")).encode()
+    return compact_json(document)
 
 
 def _token(n: int = 24) -> str:
-    return uuid.uuid4().hex[:n]
+    return token(n)
 
 
 # -- Stripe ------------------------------------------------------------------------------------
@@ -246,7 +225,7 @@ def _put(document: dict[str, Any], path: str, value: Any) -> None:
 
 
 def _generic(options: SourceOptions, event_type: str, secret: str) -> Sample:
-    from connectors.generic import GenericKeys
+    from connectors.generic_scheme import GenericKeys
 
     keys = options.own(GenericKeys)
     event_id = f"evt_{_token()}"

@@ -75,16 +75,44 @@ def tables() -> Iterator[tuple[str, type[BaseModel]]]:
 
 
 def settings_keys() -> Iterator[tuple[str, str, Any]]:
-    """(table, key, default) for every setting: a nested table is its own row set, not a key."""
+    """(table, key, default) for every setting: a nested table is its own row set, not a key;
+    ``[[sources]]`` holds every registered kind's own keys after those every kind takes."""
+    from reconciler.config.sources import SourceSettings
+
     for table, model in tables():
+        seen = set()
         for name, info in model.model_fields.items():
             if _model_of(info.annotation)[0] is not None:
                 continue
-            if info.default_factory is not None:
-                default: Any = info.default_factory()  # type: ignore[call-arg]
-            else:
-                default = info.default
-            yield table, info.alias or name, default
+            seen.add(name)
+            yield table, info.alias or name, _default(info)
+        if model is SourceSettings:
+            from connectors.registry import every_provider
+
+            for own in every_provider():
+                for name, info in own.keys.model_fields.items():
+                    if name not in seen:
+                        seen.add(name)
+                        yield table, name, _default(info)
+
+
+def _default(info: Any) -> Any:
+    if info.default_factory is not None:
+        return info.default_factory()
+    return info.default
+
+
+def kinds_text() -> str:
+    """The ``kind`` key's values, from the registry: which are reconciled, which receive only."""
+    from connectors.registry import every_provider
+
+    providers = every_provider()
+    listed = [f"`{p.kind}`" for p in providers if p.build is not None]
+    receive = [f"`{p.kind}`" for p in providers if p.build is None]
+    return (
+        f"{len(providers)} kinds. With a list API hookledger reconciles against: {', '.join(listed)}; "
+        f"receive-only: {', '.join(receive)}"
+    )
 
 
 def _toml(value: Any) -> str:
@@ -126,7 +154,7 @@ def configuration_markdown(notes: dict[str, dict[str, dict[str, Any]]] | None = 
         note = notes.get(table, {}).get(key)
         if note is None:
             raise KeyError(f"{NOTES.name}: no note for {table} {key}")
-        meaning = " ".join(str(note["text"]).split())
+        meaning = " ".join(str(note["text"]).split()).replace("{kinds}", kinds_text())
         rows.append(f"| `{table}` | `{key}` | {render_default(default, note)} | {meaning} |")
     after = notes.get("page", {}).get("after", {}).get("text", "")
     return CONFIGURATION_INTRO + "\n".join(rows) + "\n" + (f"\n{after.strip()}\n" if after else "")

@@ -44,13 +44,13 @@ def options_of(
 ) -> SourceOptions:
     """The source's options; with ``secrets``, its API and private keys read from the environment
     (a variable that is named but not set is a ConfigError naming it)."""
-    own = provider(source.kind).keys
-    keys = own.model_validate({name: getattr(source, name) for name in own.model_fields})
     values: dict[str, Any] = {name: getattr(source, name) for name in _COMMON}
+    if source.tolerance_seconds is None:  # the provider's documented window
+        values["tolerance_seconds"] = provider(source.kind).tolerance
     values["budget"] = budget_of(source)
     if secrets and source.api_key_env:
         values["api_key"] = source.api_key(environ)
-    if secrets and source.private_key_env:
+    if secrets and source.key("private_key_env"):
         values["private_key"] = source.private_key(environ)
     if secrets:
         values["credentials"] = {
@@ -58,7 +58,7 @@ def options_of(
             for key in source.credential_keys()
             if key not in ("api_key_env", "private_key_env")
         }
-    return SourceOptions(keys=keys, **values)
+    return SourceOptions(keys=source.keys, **values)
 
 
 def build_connector(

@@ -8,12 +8,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import (
+    ConfigDict,
     Field,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
 
 from connectors import fingerprint, registry
+from connectors.options import ProviderKeys
 from reconciler.config.base import _env_secret, _Table
 from reconciler.errors import ConfigError
 
@@ -52,14 +55,20 @@ class CheckSettings(_Table):
         return object_type == self.object_type
 
 
-class SourceSettings(_Table, registry.AllProviderKeys):
+class SourceSettings(_Table):
+    """One ``[[sources]]`` table: the keys every kind takes, declared here, and its kind's own keys
+    (its provider's ``keys`` class: validated by that class alone, so a kind's defaults never
+    reach another kind; :attr:`keys`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     kind: str
     base_url: str | None = None
     api_key_env: str | None = None
     signing_secret_env: str | None = None
     enabled: bool = True
-    tolerance_seconds: int = Field(default=300, ge=0)
+    tolerance_seconds: int | None = Field(default=None, ge=0)  # None: the provider's
     forward_url: str | None = None
     # every provider
     initial_lookback_hours: int = Field(default=72, ge=1, le=24 * 365)
@@ -76,8 +85,8 @@ class SourceSettings(_Table, registry.AllProviderKeys):
     # an environment variable holding "user:password": deliveries must carry it as HTTP Basic auth
     # (Adyen offers it on top of its HMAC; any provider that can send it may use it)
     basic_auth_env: str | None = None
-    # each provider's own keys come from its module (connectors.registry.AllProviderKeys)
     checks: tuple[CheckSettings, ...] = ()
+    _keys: ProviderKeys = PrivateAttr(default_factory=ProviderKeys)
 
     @field_validator("checks", mode="before")
     @classmethod
@@ -104,17 +113,29 @@ class SourceSettings(_Table, registry.AllProviderKeys):
 
     @model_validator(mode="after")
     def _check_kind_keys(self) -> SourceSettings:
-        """A provider's own keys only on its kind, and the rules across them (its module's)."""
-        for key in sorted(self.model_fields_set):
-            kinds = registry.kinds_taking(key)
-            if kinds and self.kind not in kinds:
-                raise ValueError(
-                    f"key '{key}' applies only to kind {' or '.join(repr(k) for k in kinds)}"
-                )
-        problem = registry.provider(self.kind).validate(self.model_dump())
+        """The kind's own keys, validated by its provider's class (a key it does not take is refused
+        naming the kind), then the rules across them (its module's)."""
+        own = registry.provider(self.kind)
+        given = dict(self.model_extra or {})
+        for key in sorted(set(given) - set(own.keys.model_fields)):
+            raise ValueError(_foreign_key(key, self.kind))
+        keys = own.keys.model_validate(given)  # errors name the key: sources[i].<key>
+        self.__pydantic_private__["_keys"] = keys  # type: ignore[index]
+        problem = own.validate({**self.model_dump(exclude=set(given)), **keys.model_dump()})
         if problem:
             raise ValueError(problem)
         return self
+
+    @property
+    def keys(self) -> ProviderKeys:
+        """The kind's own keys, as its provider's class holds them (defaults included)."""
+        return self._keys
+
+    def key(self, name: str) -> Any:
+        """A key of the kind's own, or one every kind takes (None when the kind has no such key)."""
+        if name in type(self).model_fields:
+            return getattr(self, name)
+        return getattr(self._keys, name, None)
 
     def fingerprint_paths(self) -> tuple[tuple[fingerprint.Segment, ...], ...]:
         """The parsed paths the content fingerprint leaves out."""
@@ -128,20 +149,20 @@ class SourceSettings(_Table, registry.AllProviderKeys):
         return self._env_secret("api_key_env", self.api_key_env, environ)
 
     def private_key(self, environ: Mapping[str, str] | None = None) -> str:
-        return self._env_secret("private_key_env", self.private_key_env, environ)
+        return self._env_secret("private_key_env", self.key("private_key_env"), environ)
 
     def credential_keys(self) -> dict[str, str]:
         """The keys naming the environment variables the source's API credentials come from
         (``api_key_env``, and its provider's own ``*_env`` keys), with the variables they name:
         a source with none only receives."""
         named = {"api_key_env": self.api_key_env}
-        named |= {k: getattr(self, k) for k in registry.provider(self.kind).keys.model_fields}
+        named |= {k: getattr(self.keys, k) for k in type(self.keys).model_fields}
         return {k: v for k, v in named.items() if k.endswith("_env") and v}
 
     def credential(self, key: str, environ: Mapping[str, str] | None = None) -> str:
         """The value of the variable a credential key names (a ConfigError naming both when
         unset)."""
-        return self._env_secret(key, getattr(self, key), environ)
+        return self._env_secret(key, self.key(key), environ)
 
     def _env_secret(self, key: str, var: str | None, environ: Mapping[str, str] | None) -> str:
         return _env_secret(f"source '{self.name}'", key, var, environ)
@@ -170,3 +191,11 @@ class SourceSettings(_Table, registry.AllProviderKeys):
                 "(named by signing_secret_env) is not set"
             )
         return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _foreign_key(key: str, kind: str) -> str:
+    """Why a key is refused on a kind: the kinds that take it, or that none does."""
+    others = registry.kinds_taking(key)
+    if others:
+        return f"key '{key}' applies only to kind {' or '.join(repr(k) for k in others)}"
+    return f"kind '{kind}' takes no key '{key}'"

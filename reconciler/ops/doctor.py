@@ -138,6 +138,9 @@ def named_variables(settings: Settings) -> list[tuple[str, str]]:
                     if isinstance(item, BaseModel) and getattr(item, "enabled", True):
                         name = getattr(item, "name", None)
                         walk(item, inner, f"[{inner}] '{name}'" if name else f"[{inner}]")
+        own = getattr(model, "keys", None)  # a source's kind's own keys (SourceSettings.keys)
+        if isinstance(own, BaseModel):
+            walk(own, table, label)
 
     walk(settings, "", "")
     return out

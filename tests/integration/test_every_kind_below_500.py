@@ -33,6 +33,7 @@ from tests.conftest import SECRETS, RunningServer, make_settings, start_server
 from tests.integration.test_receiver_discord import EVENT, PUBLIC, SEED
 from tests.integration.test_receiver_discord import post as discord_post
 from tests.integration.test_signed_bodies import SIGNERS
+from tests.kinds import EXTRA_KEYS
 
 ADYEN_KEY = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA000"
 
@@ -142,13 +143,6 @@ def test_a_lone_surrogate_in_a_signed_discord_event_is_stored_once(
 
 # The keys a kind needs beyond a signing secret; any other kind is configured with one alone, so
 # a new kind is fuzzed as soon as it is registered (and one that needs more fails here, by name).
-EXTRA_KEYS: dict[str, dict[str, Any]] = {
-    "discord": {"public_key": PUBLIC},
-    "discord_interactions": {"public_key": PUBLIC},
-    "generic": {"signature_header": "X-Signature", "id_json_path": "id"},
-    "gopay": {"client_id_env": "T_GOPAY_ID", "client_secret_env": "T_GOPAY_SECRET"},
-}
-
 _methods = st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
 _text = st.text(st.characters(codec="latin-1", exclude_categories=["Cc"]), max_size=40)
 # what a header value can be on the wire: visible ASCII and obs-text bytes, as latin-1
@@ -212,7 +206,7 @@ def test_any_request_to_any_kind_is_answered_below_500_and_stores_nothing(
     monkeypatch.setenv("T_GOPAY_SECRET", "sandbox-gopay-secret")
     source: dict[str, Any] = {"name": "fuzzed", "kind": kind, "signing_secret_env": "T_FUZZ_SECRET"}
     source.update(EXTRA_KEYS.get(kind, {}))
-    if kind == "gopay":
+    if kind in ("gopay", "mollie", "paypal"):  # a stand-in answers what a confirmation asks
         source["base_url"] = gopay_api
     settings_ = make_settings(db_url, sources=[source], receiver={"confirm_window_seconds": 0})
     answers: list[int] = []

@@ -72,3 +72,24 @@ def test_only_a_discord_source_loads_cryptography() -> None:
     assert _imported_after(core + "\nimport connectors.registry", ("cryptography",)) == []
     discord = "from connectors.discord import ed25519_public_key\ned25519_public_key('00' * 32)"
     assert _imported_after(discord, ("cryptography.hazmat",)) != []
+
+
+def test_a_stripe_reconcile_imports_no_other_provider() -> None:
+    """Providers are found by entry point and imported when used: a run over one Stripe source,
+    with every core module loaded, imports no other kind's module."""
+    from importlib.metadata import entry_points
+
+    modules = {point.name: point.module for point in entry_points(group="hookledger.providers")}
+    others = tuple(sorted({m for k, m in modules.items() if k != "stripe"}))
+    assert len(modules) >= 11 and others
+    core = "\n".join(f"import {name}" for name in CORE)
+    code = (
+        f"{core}\n"
+        "from reconciler.config.settings import parse_settings\n"
+        "from reconciler.sources import build_connector\n"
+        "s = parse_settings({'sources': [{'name': 's', 'kind': 'stripe', 'api_key_env': 'K'}]}, 'c')\n"
+        "build_connector(s.sources[0], environ={'K': 'sk_test_1'}).close()\n"
+        "import connectors.stripe\n"
+    )
+    loaded = _imported_after(code, others)
+    assert [m for m in loaded if m in others or m.startswith(tuple(o + "." for o in others))] == []
