@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import PYTHON, ROOT, free_port, median, pg_schema, pinned, process, sqlite_db
-from connectors.signatures import github_sign
+from connectors.providers.github.signature import github_sign
 from reconciler.storage.engine import make_engine
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
 
@@ -96,14 +96,40 @@ def run_wrk(url: str, seconds: int, connections: int, workdir: Path) -> tuple[fl
     return rps, total, int(bad.group(1)) if bad else 0
 
 
+def every_kind() -> str:
+    """A ``[[sources]]`` table of every other registered kind (the keys each needs: tests/kinds.py),
+    beside the GitHub source the load is sent to."""
+    from connectors.registry import kinds
+    from tests.kinds import EXTRA_KEYS
+
+    tables = []
+    for kind in kinds():
+        if kind == "github":
+            continue
+        keys = {"name": f"x-{kind}", "kind": kind, "signing_secret_env": "BENCH_SECRET"}
+        keys |= EXTRA_KEYS.get(kind, {})
+        if kind in ("gopay", "mollie", "paypal"):
+            keys["base_url"] = "http://127.0.0.1:9"
+        tables.append(
+            "[[sources]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in keys.items())
+        )
+    return "".join(tables)
+
+
 def receiver_arm(
-    db_url: str, seconds: int, connections: int, workdir: Path, batch: int = 256
+    db_url: str,
+    seconds: int,
+    connections: int,
+    workdir: Path,
+    batch: int = 256,
+    others: str = "",
 ) -> float:
     port = free_port()
     cfg = workdir / f"config-{port}.toml"
     cfg.write_text(
         f'[database]\nurl = "{db_url}"\n[logging]\nlevel = "WARNING"\n[receiver]\nbatch_max_size = {batch}\n'
         '[[sources]]\nname = "github"\nkind = "github"\nsigning_secret_env = "BENCH_SECRET"\n'
+        + others
     )
     engine = make_engine(db_url)
     with engine.connect() as conn:
@@ -111,7 +137,8 @@ def receiver_arm(
     argv = pinned(
         0, [PYTHON, "-m", "reconciler.cli.main", "serve", "--config", str(cfg), "--port", str(port)]
     )
-    with process(argv, f"http://127.0.0.1:{port}/healthz", env={"BENCH_SECRET": SECRET}):
+    env = {"BENCH_SECRET": SECRET, "T_GOPAY_ID": "x", "T_GOPAY_SECRET": "x"}
+    with process(argv, f"http://127.0.0.1:{port}/healthz", env=env):
         rps, total, bad = run_wrk(
             f"http://127.0.0.1:{port}/webhooks/github", seconds, connections, workdir
         )
@@ -169,12 +196,18 @@ def main() -> None:
     parser.add_argument("--connections", default="1,4,16,64", help="comma-separated")
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--payload", choices=["small", "large"], default="large")
+    parser.add_argument(
+        "--every-kind",
+        action="store_true",
+        help="also an arm whose receiver has a source of every registered kind configured",
+    )
     args = parser.parse_args()
     global PAYLOAD
     PAYLOAD = args.payload
     if not shutil.which("wrk"):
         raise SystemExit("wrk is needed (Debian: apt-get install wrk)")
     counts = [int(c) for c in args.connections.split(",")]
+    others = every_kind() if args.every_kind else ""
     results: dict[tuple[int, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -195,6 +228,10 @@ def main() -> None:
                             arms[f"{name} receiver"] = partial(
                                 receiver_arm, url, args.seconds, c, workdir
                             )
+                            if args.every_kind:
+                                arms[f"{name} receiver, all kinds"] = partial(
+                                    receiver_arm, url, args.seconds, c, workdir, others=others
+                                )
                         for arm, run in arms.items():
                             results.setdefault((c, arm), []).append(run())
                         print(
@@ -212,13 +249,22 @@ def main() -> None:
             if count != c:
                 continue
             m = median(values)
-            naive = results.get((c, arm.replace("receiver", "naive")))
+            naive = results.get((c, arm.split(",")[0].replace("receiver", "naive")))
             ratio = f"{m / median(naive):.2f}" if naive and "receiver" in arm else ""
             spread = f"{min(values):.0f}-{max(values):.0f}"
             print(
                 f"{c:>11}  {arm:<22}{m:>13.0f}{spread:>17}{ratio:>9}   (goal ≥ 1.0)"
                 if ratio
                 else f"{c:>11}  {arm:<22}{m:>13.0f}{spread:>17}"
+            )
+
+    for (c, arm), values in results.items():
+        one = results.get((c, arm.removesuffix(", all kinds")))
+        if arm.endswith(", all kinds") and one:
+            ratios = sorted(a / b for a, b in zip(values, one, strict=True))
+            print(
+                f"{c:>11}  {arm} ÷ one kind, per round: median {median(ratios):.2f} "
+                f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}; goal: 1.0 within noise)"
             )
 
 

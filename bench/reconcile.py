@@ -116,7 +116,7 @@ def page_events(sandbox: str, decode: Any = None, hours: float = 48) -> Any:
 def populate(db: str, sandbox: str, hours: float = 48) -> int:
     from sqlalchemy import update
 
-    from connectors.parsing import parse_stripe
+    from connectors.providers.stripe.signature import parse_stripe
     from reconciler.inbox.store import IncomingEvent, store_items
     from reconciler.storage.engine import make_engine
     from reconciler.storage.models import INBOX_EVENTS, EventStatus

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, func, select
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import median, pg_schema, sqlite_db
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe
 from reconciler.config import parse_settings
 from reconciler.inbox.handlers import Event, HandlerRegistry
 from reconciler.inbox.store import IncomingEvent, store_items

@@ -9,7 +9,7 @@ from typing import Any
 
 from connectors import scheme_check, scheme_crypto
 from connectors.options import ProviderKeys, SourceOptions
-from connectors.provider import Provider
+from connectors.provider import Provider, Sign
 from connectors.scheme import Scheme
 from connectors.webhooks import Verdict, WebhookRequest
 
@@ -49,16 +49,8 @@ def public_key_rule(scheme: Scheme, kind: str) -> Callable[[Mapping[str, Any]], 
     return rule
 
 
-def declared(kind: str, scheme: Scheme, **fields: Any) -> Provider:
-    """The provider of ``kind`` that verifies with ``scheme``; ``fields``: the rest of its
-    :class:`connectors.provider.Provider` (its list API, keys, samples, budget, …)."""
-
-    def verify(
-        options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
-    ) -> Verdict:
-        return scheme_check.verify(
-            scheme, request, secrets, keys_of(options), tolerance=options.tolerance_seconds
-        )
+def signer(scheme: Scheme) -> Sign:
+    """``Provider.sign`` for a provider whose scheme hookledger can sign (``scheme_check.can_sign``)."""
 
     def sign(
         options: SourceOptions,
@@ -70,16 +62,32 @@ def declared(kind: str, scheme: Scheme, **fields: Any) -> Provider:
     ) -> dict[str, str]:
         return scheme_check.sign(scheme, headers, body, secret, now, url)
 
+    return sign
+
+
+def declared(kind: str, scheme: Scheme, **fields: Any) -> Provider:
+    """The provider of ``kind`` that verifies with ``scheme``; ``fields``: the rest of its
+    :class:`connectors.provider.Provider` (its list API, keys, samples, budget, …)."""
+
+    def verify(
+        options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
+    ) -> Verdict:
+        return scheme_check.verify(
+            scheme, request, secrets, keys_of(options), tolerance=options.tolerance_seconds
+        )
+
     methods = {"POST"} | {c.method for c in scheme.challenges if c.method}
     if scheme.asymmetric:
         fields.setdefault("keys", PublicKeyKeys)
         fields.setdefault("validate", public_key_rule(scheme, kind))
         fields.setdefault("signed_with_secret", False)
+    if any(c.token for c in scheme.challenges):
+        fields.setdefault("receive_credentials", ("verify_token_env",))
     headers = scheme.header_names()
     return Provider(
         kind,
         verify=verify,
-        sign=sign if scheme_check.can_sign(scheme) else None,
+        sign=signer(scheme) if scheme_check.can_sign(scheme) else None,
         sensitive_headers=lambda options: headers,
         tolerance=scheme.tolerance,
         methods=tuple(sorted(methods, key=lambda m: m != "POST")),

@@ -149,7 +149,7 @@ class Provider:
     # the request alone; a malformed one raises BadPayload, so no call is made for it. Required with
     # ``confirm``: the receiver asks about one key at most once per window (reconciler.inbox.confirming)
     confirm_key: Callable[[WebhookRequest], str] | None = None
-    # realistic sample deliveries by event type, for ``hookledger send`` (connectors.samples);
+    # realistic sample deliveries by event type, for ``hookledger send`` (its package's ``samples``);
     # None: it has none (a delivery only the provider can sign, or one confirmed by its API)
     samples: Catalogue | None = None
     # the signed time's window a source of this kind gets unless it sets ``tolerance_seconds``
@@ -157,6 +157,10 @@ class Provider:
     tolerance: int = 300
     # its signature as data, where it is one (connectors.scheme): ``generic`` and the docs read it
     scheme: Scheme | None = None
+    # the ``_env`` keys whose secrets the receiver itself needs (Meta's ``verify_token_env``), read
+    # when it starts and given as ``options.credentials``; API credentials are read only where the
+    # API is called
+    receive_credentials: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.confirm is None) != (self.confirm_key is None):

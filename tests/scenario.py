@@ -27,7 +27,7 @@ from sqlalchemy import (
     update,
 )
 
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe
 from connectors.sandbox.app import Sandbox
 from connectors.sandbox.sender import DeliveryFaults, plan, send, stripe_webhooks
 from connectors.sandbox.world import World, build_world

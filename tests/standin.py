@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.signatures import verify_standard
+from connectors.providers.standard.signature import verify_standard
 from connectors.webhooks import SignatureError
 
 

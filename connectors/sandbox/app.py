@@ -5,19 +5,21 @@ Implements what the connectors use, with the providers' own shapes and paging:
 - Stripe: ``GET /v1/events`` (``limit`` 1-100, ``starting_after`` / ``ending_before``, ``created[gte|gt|lte|lt]``,
   ``type`` with ``*`` wildcards, ``types[]``; newest first; 30-day retention), ``GET /v1/events/{id}``,
   ``GET /v1/{objects}/{id}`` and ``/v1/checkout/sessions/{id}``. Auth: ``Authorization: Bearer <key>``.
-  Its v2 thin events: ``GET /v2/core/events`` and ``/v2/core/events/{id}`` (``stripe_v2_api``).
+  Its v2 thin events: ``GET /v2/core/events`` and ``/v2/core/events/{id}``. Routes:
+  ``connectors.providers.stripe.sandbox`` and ``sandbox_v2``.
 - GitHub: ``GET /repos/{owner}/{repo}/hooks/{hook_id}/deliveries``, the ``/orgs/...`` and ``/app/hook``
   variants (``per_page`` ≤ 100, opaque ``cursor`` in the ``Link`` header, newest first, 3-day retention),
   ``GET .../deliveries/{id}`` and ``POST .../deliveries/{id}/attempts``. Auth: a token, or an app JWT
-  (RS256, ``iss`` = app id) for ``/app``.
+  (RS256, ``iss`` = app id) for ``/app`` (``connectors.providers.github.sandbox``).
 - Shopify: ``GET /admin/api/{version}/orders.json`` (``updated_at_min``, ``limit`` ≤ 250, ``page_info``
   in the ``Link`` header, which can't be combined with other filters) and ``orders/{id}.json``;
-  ``X-Shopify-Access-Token``; ``X-Shopify-Shop-Api-Call-Limit`` on every answer.
+  ``X-Shopify-Access-Token``; ``X-Shopify-Shop-Api-Call-Limit`` on every answer; its GraphQL Admin API
+  (``connectors.providers.shopify.sandbox`` and ``sandbox_graphql``).
 - Twilio: ``GET /2010-04-01/Accounts/{sid}.json``, its ``Messages.json`` and ``Calls.json``
   (``DateSent>``/``StartTime>``, ``PageSize`` ≤ 1000, ``next_page_uri``) and one of each by SID;
-  HTTP Basic auth (``connectors.sandbox.twilio_api``).
+  HTTP Basic auth (``connectors.providers.twilio.sandbox``).
 - GoPay: ``POST /api/oauth2/token`` and ``GET /api/payments/payment/{id}`` with its bearer token
-  (``connectors.sandbox.gopay_api``).
+  (``connectors.providers.gopay.sandbox``).
 
 Fault switches (constructor or ``POST /_sandbox/faults``): 429 with ``Retry-After`` every Nth call, a burst
 of 5xx, slow pages, a malformed page; a provider's latency (``latency_ms`` give or take ``jitter``) and
@@ -42,12 +44,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from connectors.providers.github.sandbox import GITHUB_RETENTION, GitHubApi
+from connectors.providers.gopay.sandbox import GoPayApi
+from connectors.providers.shopify.sandbox_graphql import POINTS, RESTORE_RATE, ShopifyGraphQLApi
+from connectors.providers.stripe.sandbox_v2 import StripeV2Api
+from connectors.providers.twilio.sandbox import TwilioApi
 from connectors.sandbox.common import CallWindow, Faults, Keys, Stats
-from connectors.sandbox.github_api import GITHUB_RETENTION, GitHubApi
-from connectors.sandbox.gopay_api import GoPayApi
-from connectors.sandbox.shopify_graphql import POINTS, RESTORE_RATE, ShopifyGraphQLApi
-from connectors.sandbox.stripe_v2_api import StripeV2Api
-from connectors.sandbox.twilio_api import TwilioApi
 from connectors.sandbox.world import World
 
 __all__ = ["Faults", "Keys", "Sandbox", "Stats"]

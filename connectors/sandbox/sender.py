@@ -18,9 +18,12 @@ from typing import Any
 
 import httpx
 
+from connectors.providers.github.signature import github_sign
+from connectors.providers.shopify.base import delivery_identity
+from connectors.providers.shopify.signature import shopify_sign
+from connectors.providers.standard.signature import standard_sign
+from connectors.providers.stripe.signature import stripe_sign
 from connectors.sandbox.world import GitHubAttempt, World
-from connectors.shopify_base import delivery_identity
-from connectors.signatures import github_sign, shopify_sign, standard_sign, stripe_sign
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ def record_github_outcomes(
 def slack_webhooks(seed: int, count: int, secret: str, now: float | None = None) -> list[Webhook]:
     """Slack's Events API as a workspace's day sends it: the Request URL's verification first, then
     ``count`` message and reaction events across three channels, signed as Slack signs."""
-    from connectors.slack import slack_sign
+    from connectors.providers.slack import slack_sign
 
     rng = random.Random(seed)
     ts = int(now if now is not None else time.time())
@@ -261,7 +264,7 @@ def twilio_webhooks(world: World, token: str, url: str) -> list[Webhook]:
     through, as form posts signed over ``url``, the URL Twilio calls."""
     from urllib.parse import urlencode
 
-    from connectors.twilio import twilio_sign
+    from connectors.providers.twilio import twilio_sign
 
     out = []
     resources = [("Message", m) for m in world.twilio_messages.values()]

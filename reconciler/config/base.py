@@ -39,7 +39,7 @@ def _standard_secrets(
 ) -> tuple[str, ...]:
     """:func:`_secret_list` of Standard Webhooks signing secrets (``whsec_`` + base64), each
     checked: a malformed one is a ConfigError naming the owner and the variable."""
-    from connectors.signatures import standard_key
+    from connectors.standard_webhooks import standard_key
     from connectors.webhooks import SignatureError
 
     secrets = _secret_list(owner, key, var, environ)

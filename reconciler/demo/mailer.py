@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.signatures import verify_standard
+from connectors.standard_webhooks import verify_standard
 from connectors.webhooks import SignatureError
 
 UNAVAILABLE_ONE_IN = 6  # a key's first attempt answered 503

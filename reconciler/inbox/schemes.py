@@ -3,6 +3,7 @@ unsigned). How each provider signs and names its events is its own (``connectors
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -31,9 +32,15 @@ class SourceVerifier:
     _built: Connector | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # the receiver needs no API key: the options carry none
-        object.__setattr__(self, "options", options_of(self.source, secrets=False))
-        object.__setattr__(self, "provider", provider(self.source.kind))
+        # the receiver needs no API key: the options carry none, only what receiving needs
+        own = provider(self.source.kind)
+        options = options_of(self.source, secrets=False)
+        wanted = [key for key in own.receive_credentials if self.source.key(key)]
+        if wanted:
+            credentials = {key.removesuffix("_env"): self.source.credential(key) for key in wanted}
+            options = dataclasses.replace(options, credentials=credentials)
+        object.__setattr__(self, "options", options)
+        object.__setattr__(self, "provider", own)
         object.__setattr__(self, "fingerprint_ignore", self.source.fingerprint_paths())
 
     @property

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from connectors.signatures import standard_sign
+from connectors.standard_webhooks import standard_sign
 from reconciler.config import NotifySettings
 from reconciler.errors import ConfigError
 from reconciler.notify.notices import Message, email_message, slack_body, webhook_body

@@ -1,6 +1,6 @@
 """``hookledger send``: a realistic sample event for a configured source, signed with the source's own
 secret exactly as its provider signs (``Provider.sign``), posted to the running receiver. The samples
-live with the providers (``connectors.samples``)."""
+live with the providers (each provider package's ``samples``, ``connectors/providers/<kind>/``)."""
 
 from __future__ import annotations
 

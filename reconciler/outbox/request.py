@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from connectors.signatures import standard_sign
+from connectors.standard_webhooks import standard_sign
 
 USER_AGENT = "hookledger-publisher"
 

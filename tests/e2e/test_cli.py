@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select
 
-from connectors.parsing import ParsedEvent, parse_stripe
+from connectors.parsing import ParsedEvent
+from connectors.providers.stripe.signature import parse_stripe
 from reconciler.cli.main import main
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.storage.models import AUDIT_LOG, INBOX_EVENTS

@@ -380,7 +380,7 @@ def test_a_reconcile_now_that_fails_is_audited_too(engine: Engine, db_url: str) 
 def _seed_conflict(engine: Engine) -> None:
     import json as _json
 
-    from connectors.parsing import parse_stripe
+    from connectors.providers.stripe.signature import parse_stripe
     from reconciler.inbox.store import IncomingEvent, store_items
 
     def body(status: str, email: str) -> bytes:

@@ -14,8 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, select, update
 
-from connectors import signatures
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe, stripe_sign
 from reconciler.cli.main import main
 from reconciler.inbox.conflicts import apply_later, conflict_bodies
 from reconciler.inbox.handlers import Event, HandlerRegistry
@@ -134,7 +133,7 @@ def test_what_the_provider_changes_between_deliveries_is_not_a_conflict(
 def _resigned(headers: dict[str, str], body: bytes) -> dict[str, str]:
     return {
         **headers,
-        "Stripe-Signature": signatures.stripe_sign(body, SECRETS["stripe"], int(time.time())),
+        "Stripe-Signature": stripe_sign(body, SECRETS["stripe"], int(time.time())),
     }
 
 

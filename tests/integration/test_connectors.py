@@ -29,14 +29,14 @@ from connectors.errors import (
     UnavailableError,
     UnsupportedError,
 )
-from connectors.github import delivery_record
 from connectors.http import RetryPolicy
 from connectors.paging import PageShape, PagingError, page_fault
+from connectors.providers.github import delivery_record
+from connectors.providers.shopify import resource_record
+from connectors.providers.shopify.graphql import ORDER_QUERY, ORDERS_QUERY
+from connectors.providers.stripe.records import event_record
 from connectors.sandbox.app import Faults, Keys, Sandbox
 from connectors.sandbox.world import SHOPIFY_ORDER_BASE_ID, GitHubAttempt, World, build_world
-from connectors.shopify import resource_record
-from connectors.shopify_graphql import ORDER_QUERY, ORDERS_QUERY
-from connectors.stripe_records import event_record
 from reconciler.config import SourceSettings, parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import FIXTURES, RunningServer, start_server

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Column, Connection, Engine, Integer, MetaData, String, Table, insert, update
 
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe
 from reconciler.cli.main import main
 from reconciler.config import Settings
 from reconciler.errors import ConfigError

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from nacl.signing import SigningKey
 from sqlalchemy import Engine, func, select
 
-from connectors import signatures
+from connectors.providers.shopify.signature import shopify_sign
 from connectors.registry import kinds
 from connectors.sandbox.app import Sandbox
 from connectors.sandbox.world import build_world
@@ -44,7 +44,7 @@ def _shopify(body: bytes) -> dict[str, str]:
         "X-Shopify-Webhook-Id": str(uuid.uuid4()),
         "X-Shopify-Event-Id": str(uuid.uuid4()),
         "X-Shopify-Shop-Domain": "demo.myshopify.com",
-        "X-Shopify-Hmac-Sha256": signatures.shopify_sign(body, SECRETS["shopify"]),
+        "X-Shopify-Hmac-Sha256": shopify_sign(body, SECRETS["shopify"]),
     }
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, func, select
 
-from connectors.gopay import rule
+from connectors.providers.gopay import rule
 from connectors.sandbox.app import Sandbox
 from connectors.sandbox.world import World, build_world
 from reconciler.config import Settings, parse_settings

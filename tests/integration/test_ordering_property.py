@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, delete, select
 
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.inbox.worker import Worker
 from reconciler.storage.models import Base

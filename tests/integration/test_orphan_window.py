@@ -20,7 +20,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.parsing import ParsedEvent, parse_stripe
+from connectors.parsing import ParsedEvent
+from connectors.providers.stripe.signature import parse_stripe
 from connectors.sandbox.app import Sandbox
 from connectors.sandbox.world import World
 from reconciler.config import Settings, parse_settings
@@ -311,7 +312,7 @@ def shop_box() -> Iterator[tuple[Sandbox, RunningServer]]:
 def _orders(box: Sandbox, engine: Engine, seconds: list[int]) -> None:
     """Orders updated at these offsets (many share a second), each one's orders/updated webhook
     received and processed."""
-    from connectors.parsing import parse_shopify
+    from connectors.providers.shopify.signature import parse_shopify
     from connectors.sandbox.sender import shopify_webhooks
 
     box.world.shopify_orders = {}

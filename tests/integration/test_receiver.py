@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from connectors.parsing import MASK
-from connectors.signatures import shopify_sign
+from connectors.providers.shopify.signature import shopify_sign
 from reconciler.inbox.handlers import HandlerRegistry
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker
@@ -215,7 +215,8 @@ def _reject_cases() -> list[tuple[str, str, dict[str, str], bytes, int, str]]:
     cases.append(("stale stripe timestamp", "stripe", h, b, 401, "tolerance"))
     h, b = standard_delivery(timestamp=int(time.time()) + 3600)
     cases.append(("future standard timestamp", "svix", h, b, 401, "too new"))
-    from connectors import signatures
+    from connectors.providers.github.signature import github_sign
+    from connectors.providers.stripe.signature import stripe_sign
 
     garbage = b"{not json"
     now = int(time.time())
@@ -223,7 +224,7 @@ def _reject_cases() -> list[tuple[str, str, dict[str, str], bytes, int, str]]:
         (
             "unparsable JSON",
             "stripe",
-            {"Stripe-Signature": signatures.stripe_sign(garbage, "whsec_test_secret", now)},
+            {"Stripe-Signature": stripe_sign(garbage, "whsec_test_secret", now)},
             garbage,
             400,
             "not valid JSON",
@@ -234,7 +235,7 @@ def _reject_cases() -> list[tuple[str, str, dict[str, str], bytes, int, str]]:
         (
             "missing id in body",
             "stripe",
-            {"Stripe-Signature": signatures.stripe_sign(no_id, "whsec_test_secret", now)},
+            {"Stripe-Signature": stripe_sign(no_id, "whsec_test_secret", now)},
             no_id,
             400,
             "missing event id",
@@ -248,7 +249,7 @@ def _reject_cases() -> list[tuple[str, str, dict[str, str], bytes, int, str]]:
         (
             "body too large",
             "github",
-            {"X-Hub-Signature-256": signatures.github_sign(big, "It's a Secret to Everybody")},
+            {"X-Hub-Signature-256": github_sign(big, "It's a Secret to Everybody")},
             big,
             413,
             "larger than 1024",
@@ -273,17 +274,13 @@ def test_rejected_input_leaves_only_a_rejected_delivery(
     status: int,
     reason: str,
 ) -> None:
-    from connectors import signatures
+    from connectors.providers.stripe.signature import stripe_sign
 
     if source == "stripe" and status == 400:
         # a valid signature, signed now: the cases are built at collection, maybe minutes ago
         headers = dict(
             headers,
-            **{
-                "Stripe-Signature": signatures.stripe_sign(
-                    body, "whsec_test_secret", int(time.time())
-                )
-            },
+            **{"Stripe-Signature": stripe_sign(body, "whsec_test_secret", int(time.time()))},
         )
     app = create_app(make_settings(db_url, receiver={"max_body_bytes": 1024}), engine)
     url = serve(app).url
@@ -429,7 +426,7 @@ def test_a_github_hook_with_the_form_content_type_is_typed_and_decoded(
 
     from sqlalchemy import Connection
 
-    from connectors.signatures import github_sign
+    from connectors.providers.github.signature import github_sign
     from reconciler.inbox.handlers import Event
     from tests.conftest import SECRETS
 

@@ -16,7 +16,7 @@ from sqlalchemy import (
     update,
 )
 
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe
 from reconciler.config import parse_settings
 from reconciler.inbox.store import IncomingEvent, store_items
 from reconciler.inbox.worker import Worker

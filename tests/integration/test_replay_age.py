@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, select, update
 
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe
 from reconciler.inbox.metrics import oldest_unprocessed
 from reconciler.inbox.replay import replay_event
 from reconciler.inbox.store import IncomingEvent, store_items

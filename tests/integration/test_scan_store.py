@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from connectors.base import Record
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe
 from connectors.testing import MemoryConnector, StopsAfter
 from reconciler.cursors import load_cursor
 from reconciler.errors import HookledgerError

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from sqlalchemy import Column, Engine, MetaData, String, Table, insert, select
 
 from connectors.base import ScanOptions
+from connectors.providers.stripe.sandbox_v2 import thin_of
+from connectors.providers.stripe.signature import stripe_sign
+from connectors.providers.stripe.thin import thin_record
 from connectors.sandbox.app import Sandbox
 from connectors.sandbox.sender import DeliveryFaults, Webhook, plan, send
-from connectors.sandbox.stripe_v2_api import thin_of
 from connectors.sandbox.world import World, build_world
-from connectors.signatures import stripe_sign
-from connectors.stripe_thin import thin_record
 from reconciler.config import parse_settings
 from reconciler.inbox.receiver import create_app
 from reconciler.reconcile.run import Reconciler

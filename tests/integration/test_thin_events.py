@@ -15,9 +15,9 @@ import httpx
 import pytest
 from sqlalchemy import Connection, Engine, select
 
+from connectors.providers.stripe.signature import stripe_sign
 from connectors.sandbox.app import Sandbox
 from connectors.sandbox.world import World
-from connectors.signatures import stripe_sign
 from reconciler.inbox.handlers import Event, HandlerRegistry
 from reconciler.inbox.receiver import create_app
 from reconciler.inbox.worker import Worker

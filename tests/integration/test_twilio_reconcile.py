@@ -17,10 +17,10 @@ from twilio.rest import Client
 
 from connectors.base import Record, ScanOptions
 from connectors.errors import AuthError, NotFoundError
+from connectors.providers.twilio.api import LISTS, resource_record, rule, twilio_time
 from connectors.sandbox.app import Keys, Sandbox
 from connectors.sandbox.sender import DeliveryFaults, plan, send, twilio_webhooks
 from connectors.sandbox.world import TWILIO_ACCOUNT, World, build_world
-from connectors.twilio_api import LISTS, resource_record, rule, twilio_time
 from reconciler.config import parse_settings
 from reconciler.demo.business import metadata as demo_metadata
 from reconciler.demo.business import sms

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from connectors.parsing import parse_stripe
+from connectors.providers.stripe.signature import parse_stripe
 from connectors.testing import FakeClock as Clock
 from reconciler.errors import ActionRefusedError, NoSuchRecordError, PermanentError, TransientError
 from reconciler.inbox.handlers import Event, HandlerRegistry

@@ -13,9 +13,10 @@ from Adyen.util import generate_notification_sig, is_valid_hmac_notification
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectors.adyen import PROVIDER, adyen_sign
 from connectors.errors import RejectedDelivery
 from connectors.options import ProviderKeys, SourceOptions
+from connectors.providers.adyen import PROVIDER
+from connectors.providers.adyen.signature import adyen_sign
 from connectors.webhooks import Batch, SignatureError, WebhookRequest
 
 VECTOR = json.loads(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectors.shopify import ShopifyKeys
+from connectors.providers.shopify import ShopifyKeys
 from reconciler.cli.main import main
 from reconciler.config import load_config
 from reconciler.errors import ConfigError
@@ -42,7 +42,7 @@ def _write(tmp_path: Path, text: str) -> Path:
             '[[sources]]\nname = "a"\n',
             "table [sources][0] (name 'a'), key 'kind': required key is missing",
         ),
-        ('[[sources]]\nname = "a"\nkind = "paypal"\n', "key 'kind'"),
+        ('[[sources]]\nname = "a"\nkind = "moneygram"\n', "key 'kind'"),
         ('[[sources]]\nname = "a b"\nkind = "github"\n', "key 'name'"),
         (
             '[[sources]]\nname = "a"\nkind = "github"\nid_header = "X"\n',

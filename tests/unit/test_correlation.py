@@ -7,7 +7,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from connectors.parsing import ParsedEvent, parse_stripe
+from connectors.parsing import ParsedEvent
+from connectors.providers.stripe.signature import parse_stripe
 from reconciler.correlation import correlation_id
 
 EVENT = ParsedEvent("evt_1")

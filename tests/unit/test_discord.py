@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
-from connectors.discord import parse_discord, verify_discord
 from connectors.errors import RejectedDelivery
+from connectors.providers.discord import parse_discord, verify_discord
 from connectors.webhooks import Handshake, ParsedEvent, SignatureError
 
 VECTOR = json.loads(

@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
-from connectors.discord_interactions import (
+from connectors.errors import RejectedDelivery
+from connectors.options import SourceOptions
+from connectors.providers.discord.interactions import (
     PROVIDER,
     DiscordInteractionsKeys,
     parse_interaction,
 )
-from connectors.errors import RejectedDelivery
-from connectors.options import SourceOptions
 from connectors.webhooks import Handshake, Received, SignatureError, WebhookRequest
 
 FIXTURES = Path(__file__).parents[1] / "fixtures/providers"

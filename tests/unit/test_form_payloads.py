@@ -123,7 +123,7 @@ def test_a_form_body_is_shown_masked_field_by_field() -> None:
 
 
 def test_a_payload_form_is_the_json_it_carries_and_github_reads_its_action() -> None:
-    from connectors.parsing import parse_github
+    from connectors.providers.github.signature import parse_github
 
     document = {"action": "opened", "issue": {"id": 7}, "repository": {"id": 42}}
     body = urlencode({"payload": json.dumps(document)}).encode()

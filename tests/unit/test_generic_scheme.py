@@ -10,13 +10,14 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connectors.errors import ConfigError, RejectedDelivery
-from connectors.generic import GENERIC
+from connectors.providers.generic import GENERIC
 from connectors.webhooks import ParsedEvent, WebhookRequest
 from reconciler.config.settings import parse_settings
 from reconciler.sources import options_of
@@ -195,13 +196,17 @@ _headers = st.dictionaries(
     st.text(st.characters(codec="latin-1", exclude_categories=["Cc"]), max_size=60),
     max_size=4,
 )
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+
+
 _bodies = st.one_of(
     st.binary(max_size=200),
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-        lambda inner: (
-            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-        ),
+        _nested,
         max_leaves=10,
     ).map(lambda d: json.dumps(d).encode()),
 )
@@ -217,3 +222,104 @@ def test_any_request_to_a_configured_provider_is_refused_by_name(
     with pytest.raises(RejectedDelivery) as refused:
         GENERIC.verify(options, request, ("secret",))
     assert refused.value.status_code in (400, 401) and "\n" not in str(refused.value)
+
+
+def _fixture(path: str) -> dict[str, Any]:
+    return dict(json.loads((ROOT / "tests" / "fixtures" / "providers" / path).read_text()))
+
+
+def _generic(**keys: Any) -> Any:
+    return _options({"name": "g", "kind": "generic", "tolerance_seconds": 0, **keys})
+
+
+def test_the_original_families_are_configurations_too() -> None:
+    """Each built-in kind's published vector, checked by a generic source configured as that
+    family: the scheme value says what each of them does."""
+    stripe = _fixture("stripe/signature_vector.json")
+    stripe_options = _generic(
+        signature_header="Stripe-Signature",
+        signature_list_key="v1",
+        timestamp_list_key="t",
+        signed_payload="{timestamp}.{body}",
+        id_json_path="id",
+    )
+    header = f"t={stripe['timestamp']},v1={stripe['expected_v1']}"
+    got = GENERIC.verify(
+        stripe_options,
+        WebhookRequest(
+            "POST", "https://x/", {"stripe-signature": header}, stripe["body"].encode(), 0
+        ),
+        (stripe["secret"],),
+    )
+    assert isinstance(got, ParsedEvent) and got.event_id == "evt_test_webhook"
+
+    standard = _fixture("standard-webhooks/signature_vector.json")
+    standard_options = _generic(
+        signature_header="webhook-signature",
+        signature_list_key="v1",
+        signature_list_separator=" ",
+        signature_pair_separator=",",
+        signature_encoding="base64",
+        secret_encoding="whsec",
+        timestamp_header="webhook-timestamp",
+        signed_payload="{id}.{timestamp}.{body}",
+        id_header="webhook-id",
+    )
+    request = WebhookRequest(
+        "POST", "https://x/", standard["headers"], standard["body"].encode(), 0
+    )
+    got = GENERIC.verify(standard_options, request, (standard["secret"],))
+    assert isinstance(got, ParsedEvent) and got.event_id == standard["headers"]["webhook-id"]
+
+    slack = _fixture("slack/signature_vector.json")
+    slack_options = _generic(
+        signature_header="X-Slack-Signature",
+        signature_prefix="v0=",
+        timestamp_header="X-Slack-Request-Timestamp",
+        signed_payload="v0:{timestamp}:{body}",
+        id_json_path="event_id",
+    )
+    headers = {
+        "x-slack-signature": slack["signature"],
+        "x-slack-request-timestamp": slack["timestamp"],
+    }
+    request = WebhookRequest("POST", "https://x/", headers, slack["body"].encode(), 0)
+    got = GENERIC.verify(slack_options, request, (slack["signing_secret"],))
+    assert isinstance(got, ParsedEvent) and got.event_id == "Ev0EXAMPLE1"
+
+    twilio = _fixture("twilio/signature_vectors.json")["status_callback"]
+    twilio_options = _generic(
+        signature_header="X-Twilio-Signature",
+        signature_algorithm="sha1",
+        signature_encoding="base64",
+        signed_payload="{url}{form}",
+        id_json_path="MessageSid",
+    )
+    body = urlencode(twilio["params"]).encode()
+    headers = {
+        "x-twilio-signature": twilio["signature"],
+        "content-type": "application/x-www-form-urlencoded",
+    }
+    request = WebhookRequest("POST", twilio["url"], headers, body, 0)
+    got = GENERIC.verify(twilio_options, request, (twilio["auth_token"],))
+    assert isinstance(got, ParsedEvent) and got.event_id == twilio["params"]["MessageSid"]
+
+    discord = _fixture("discord/signature_vector.json")
+    discord_options = _generic(
+        signature_header="X-Signature-Ed25519",
+        signature_algorithm="ed25519",
+        public_key=discord["public_key"],
+        timestamp_header="X-Signature-Timestamp",
+        signed_payload="{timestamp}{body}",
+        id_json_path="application_id",
+    )
+    headers = {
+        "x-signature-ed25519": discord["signature"],
+        "x-signature-timestamp": discord["timestamp"],
+    }
+    request = WebhookRequest("POST", "https://x/", headers, discord["body"].encode(), 0)
+    got = GENERIC.verify(discord_options, request, ())
+    assert isinstance(got, ParsedEvent) and got.event_id == "111"
+    tampered = WebhookRequest("POST", "https://x/", headers, discord["body"].encode() + b" ", 0)
+    with pytest.raises(RejectedDelivery):
+        GENERIC.verify(discord_options, tampered, ())

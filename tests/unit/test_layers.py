@@ -8,6 +8,7 @@ imported), so a new arrow the wrong way fails here, naming both ends.
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +63,10 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def imports(path: Path, module: str) -> set[str]:
+def imports(path: Path, module: str, known: Collection[str] = ()) -> set[str]:
+    """The modules ``path`` imports, at module level or in a function. With ``known`` (module
+    names), ``from package import name`` counts as importing ``package.name`` where that is a known
+    module (``from connectors import scheme_check``), and as importing ``package`` otherwise."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -74,9 +78,15 @@ def imports(path: Path, module: str) -> set[str]:
                     if path.name != "__init__.py"
                     else module.split(".")[: len(module.split(".")) - node.level + 1]
                 )
-                found.add(".".join([*base, *([node.module] if node.module else [])]))
+                source = ".".join([*base, *([node.module] if node.module else [])])
             elif node.module:
-                found.add(node.module)
+                source = node.module
+            else:
+                continue
+            named = {f"{source}.{alias.name}" for alias in node.names} & set(known)
+            found |= named
+            if len(named) < len(node.names):
+                found.add(source)
     return found
 
 
@@ -108,10 +118,92 @@ def test_connectors_import_nothing_of_the_reconciler_or_the_dashboard() -> None:
 
 
 def test_the_floor_rules_catch_an_arrow_the_wrong_way() -> None:
-    assert floor_of("connectors.stripe") == 0 and floor_of("dashboard.views.events") == 10
+    assert floor_of("connectors.providers.stripe") == 0 and floor_of("dashboard.views.events") == 10
     assert floor_of("reconciler.reconcile.store.sqlite") == 4
     assert floor_of("reconciler.outbox.writer") < floor_of("reconciler.inbox.handlers")  # type: ignore[operator]
     assert floor_of("reconciler.storage.models") < floor_of("reconciler.inbox.worker")  # type: ignore[operator]
+
+
+PROVIDERS = "connectors.providers."  # a provider package: connectors.providers.<kind>[.<module>]
+
+
+def provider_of(module: str) -> str | None:
+    """The provider package a module belongs to, or None for connectors' shared machinery."""
+    return ".".join(module.split(".")[:3]) if module.startswith(PROVIDERS) else None
+
+
+def connectors_graph() -> dict[str, set[str]]:
+    """Who imports whom inside ``connectors/``, module-level and function-level imports alike."""
+    mine = {m: p for m, p in modules().items() if m.split(".")[0] == "connectors"}
+    return {
+        module: {t for t in imports(path, module, mine) if t in mine and t != module}
+        for module, path in mine.items()
+    }
+
+
+def find_cycle(graph: Mapping[str, Collection[str]]) -> list[str]:
+    """One cycle of the graph (its modules, the first repeated at the end), or [] when none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return []
+
+
+def test_a_provider_package_imports_no_other_provider_nor_the_registry() -> None:
+    """A provider is a package (issue 47): its modules import connectors' shared machinery and
+    their own package, never another provider's (nor ``connectors.registry``, which finds them)."""
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in sorted(connectors_graph().items())
+        if (own := provider_of(module)) is not None
+        for target in sorted(targets)
+        if provider_of(target) not in (None, own) or target == "connectors.registry"
+    ]
+    assert wrong == []
+
+
+def test_connectors_shared_modules_import_no_provider() -> None:
+    """What every provider uses (the webhooks contract, HTTP, paging, slices, budget, schemes)
+    knows no provider: everything in ``connectors/`` outside ``providers/`` and the sandbox."""
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in sorted(connectors_graph().items())
+        if not module.startswith(("connectors.providers", "connectors.sandbox"))
+        for target in sorted(targets)
+        if provider_of(target) is not None
+    ]
+    assert wrong == []
+
+
+def test_connectors_import_graph_has_no_cycle() -> None:
+    assert find_cycle(connectors_graph()) == []
+
+
+def test_the_provider_rules_catch_a_wrong_arrow() -> None:
+    assert provider_of("connectors.providers.stripe.thin") == "connectors.providers.stripe"
+    assert provider_of("connectors.providers.stripe") == "connectors.providers.stripe"
+    assert provider_of("connectors.providers") is None and provider_of("connectors.http") is None
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+    # ``from package import module`` names the module (a function-level import counts too)
+    graph = connectors_graph()
+    assert "connectors.scheme_check" in graph["connectors.providers.generic"]
+    assert "connectors.providers.twilio.api" in graph["connectors.providers.twilio"]
 
 
 def test_dialect_choices_are_made_inside_storage() -> None:

@@ -70,7 +70,9 @@ def test_only_a_discord_source_loads_cryptography() -> None:
     registry that every command imports."""
     core = "\n".join(f"import {name}" for name in CORE)
     assert _imported_after(core + "\nimport connectors.registry", ("cryptography",)) == []
-    discord = "from connectors.discord import ed25519_public_key\ned25519_public_key('00' * 32)"
+    discord = (
+        "from connectors.providers.discord import ed25519_public_key\ned25519_public_key('00' * 32)"
+    )
     assert _imported_after(discord, ("cryptography.hazmat",)) != []
 
 
@@ -89,7 +91,7 @@ def test_a_stripe_reconcile_imports_no_other_provider() -> None:
         "from reconciler.sources import build_connector\n"
         "s = parse_settings({'sources': [{'name': 's', 'kind': 'stripe', 'api_key_env': 'K'}]}, 'c')\n"
         "build_connector(s.sources[0], environ={'K': 'sk_test_1'}).close()\n"
-        "import connectors.stripe\n"
+        "import connectors.providers.stripe\n"
     )
     loaded = _imported_after(code, others)
     assert [m for m in loaded if m in others or m.startswith(tuple(o + "." for o in others))] == []

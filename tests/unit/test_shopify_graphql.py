@@ -16,7 +16,7 @@ from connectors.base import ScanOptions
 from connectors.budget import BudgetSettings, RequestBudget
 from connectors.errors import ConnectorError
 from connectors.http import ProviderClient, RetryPolicy
-from connectors.shopify_graphql import (
+from connectors.providers.shopify.graphql import (
     ShopifyGraphQLConnector,
     gid,
     numeric_id,

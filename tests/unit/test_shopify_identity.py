@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from connectors.errors import RejectedDelivery
-from connectors.shopify_base import delivery_identity, parse_delivery
+from connectors.providers.shopify.base import delivery_identity, parse_delivery
 
 BODY = json.dumps({"id": 820982911946154508}).encode()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hmac
 import json
 import time
 from typing import Literal
@@ -10,8 +12,13 @@ import pytest
 import standardwebhooks
 import stripe
 
-from connectors import signatures as sig
+from connectors import scheme_check
 from connectors.parsing import ParsedEvent
+from connectors.providers.generic.scheme import GenericKeys, scheme_of
+from connectors.providers.github.signature import github_sign, verify_github
+from connectors.providers.shopify.signature import shopify_sign, verify_shopify
+from connectors.providers.standard.signature import standard_sign, verify_standard
+from connectors.providers.stripe.signature import parse_stripe, stripe_sign, verify_stripe
 from connectors.webhooks import SignatureError, WebhookRequest
 from tests.conftest import FIXTURES
 
@@ -31,24 +38,24 @@ def test_stripe_vector() -> None:
     v = _vector("stripe")
     body = str(v["body"]).encode()
     assert (
-        sig.stripe_sign(body, str(v["secret"]), int(str(v["timestamp"])))
+        stripe_sign(body, str(v["secret"]), int(str(v["timestamp"])))
         == v["headers"]["Stripe-Signature"]
     )  # type: ignore[index]
-    sig.verify_stripe(_lower(v["headers"]), body, [str(v["secret"])], now=time.time(), tolerance=0)  # type: ignore[arg-type]
+    verify_stripe(_lower(v["headers"]), body, [str(v["secret"])], now=time.time(), tolerance=0)  # type: ignore[arg-type]
 
 
 def test_github_vector() -> None:
     v = _vector("github")
     body = str(v["body"]).encode()
-    assert sig.github_sign(body, str(v["secret"])) == "sha256=" + str(v["expected_signature_hex"])
-    sig.verify_github(_lower(v["headers"]), body, [str(v["secret"])])  # type: ignore[arg-type]
+    assert github_sign(body, str(v["secret"])) == "sha256=" + str(v["expected_signature_hex"])
+    verify_github(_lower(v["headers"]), body, [str(v["secret"])])  # type: ignore[arg-type]
 
 
 def test_shopify_vector() -> None:
     v = _vector("shopify")
     body = str(v["body"]).encode()
-    assert sig.shopify_sign(body, str(v["secret"])) == v["expected_signature"]
-    sig.verify_shopify(_lower(v["headers"]), body, [str(v["secret"])])  # type: ignore[arg-type]
+    assert shopify_sign(body, str(v["secret"])) == v["expected_signature"]
+    verify_shopify(_lower(v["headers"]), body, [str(v["secret"])])  # type: ignore[arg-type]
 
 
 def test_standard_vector() -> None:
@@ -56,10 +63,10 @@ def test_standard_vector() -> None:
     body = str(v["body"]).encode()
     h = v["headers"]
     assert (
-        sig.standard_sign(body, str(v["secret"]), h["webhook-id"], int(h["webhook-timestamp"]))
+        standard_sign(body, str(v["secret"]), h["webhook-id"], int(h["webhook-timestamp"]))
         == v["expected_signature"]
     )  # type: ignore[index]
-    sig.verify_standard(_lower(h), body, [str(v["secret"])], now=time.time(), tolerance=0)  # type: ignore[arg-type]
+    verify_standard(_lower(h), body, [str(v["secret"])], now=time.time(), tolerance=0)  # type: ignore[arg-type]
 
 
 # --- cross-checks with the official libraries ---------------------------------------------------
@@ -69,10 +76,10 @@ def test_stripe_library_accepts_ours_and_we_accept_its() -> None:
     secret = "whsec_cross_check"
     body = b'{"id": "evt_1", "object": "event", "type": "charge.succeeded"}'
     now = int(time.time())
-    ours = sig.stripe_sign(body, secret, now)
+    ours = stripe_sign(body, secret, now)
     assert stripe.WebhookSignature.verify_header(body.decode(), ours, secret, tolerance=300)
     theirs_v1 = stripe.WebhookSignature._compute_signature(f"{now}.{body.decode()}", secret)
-    sig.verify_stripe({"stripe-signature": f"t={now},v1={theirs_v1}"}, body, [secret], now=now)
+    verify_stripe({"stripe-signature": f"t={now},v1={theirs_v1}"}, body, [secret], now=now)
     event = stripe.Webhook.construct_event(body.decode(), ours, secret)
     assert event["id"] == "evt_1"
 
@@ -81,11 +88,11 @@ def test_stripe_library_rejects_what_we_reject() -> None:
     secret = "whsec_cross_check"
     body = b'{"id": "evt_1"}'
     old = int(time.time()) - 301
-    header = sig.stripe_sign(body, secret, old)
+    header = stripe_sign(body, secret, old)
     with pytest.raises(stripe.SignatureVerificationError):
         stripe.WebhookSignature.verify_header(body.decode(), header, secret, tolerance=300)
     with pytest.raises(SignatureError, match="too old"):
-        sig.verify_stripe({"stripe-signature": header}, body, [secret], now=time.time())
+        verify_stripe({"stripe-signature": header}, body, [secret], now=time.time())
 
 
 def test_standard_library_accepts_ours_and_we_accept_its() -> None:
@@ -96,13 +103,13 @@ def test_standard_library_accepts_ours_and_we_accept_its() -> None:
     from datetime import UTC, datetime
 
     theirs = wh.sign("msg_1", datetime.fromtimestamp(now, UTC), body)
-    sig.verify_standard(
+    verify_standard(
         {"webhook-id": "msg_1", "webhook-timestamp": str(now), "webhook-signature": theirs},
         body.encode(),
         [secret],
         now=now,
     )
-    ours = sig.standard_sign(body.encode(), secret, "msg_2", now)
+    ours = standard_sign(body.encode(), secret, "msg_2", now)
     verified = wh.verify(
         body, {"webhook-id": "msg_2", "webhook-timestamp": str(now), "webhook-signature": ours}
     )
@@ -115,15 +122,15 @@ def test_standard_library_accepts_ours_and_we_accept_its() -> None:
 def test_rotation_any_configured_secret_and_any_v1_matches() -> None:
     body = b'{"id": "evt_rot"}'
     now = int(time.time())
-    old_v1 = sig.stripe_sign(body, "whsec_old", now).split("v1=")[1]
-    new_v1 = sig.stripe_sign(body, "whsec_new", now).split("v1=")[1]
+    old_v1 = stripe_sign(body, "whsec_old", now).split("v1=")[1]
+    new_v1 = stripe_sign(body, "whsec_new", now).split("v1=")[1]
     header = f"t={now},v1={old_v1},v1={new_v1},v0=ignored"
-    sig.verify_stripe({"stripe-signature": header}, body, ["whsec_new"], now=now)
-    sig.verify_stripe({"stripe-signature": header}, body, ["whsec_other", "whsec_old"], now=now)
+    verify_stripe({"stripe-signature": header}, body, ["whsec_new"], now=now)
+    verify_stripe({"stripe-signature": header}, body, ["whsec_other", "whsec_old"], now=now)
     with pytest.raises(SignatureError, match="does not match"):
-        sig.verify_stripe({"stripe-signature": header}, body, ["whsec_other"], now=now)
-    gh = sig.github_sign(body, "second")
-    sig.verify_github({"x-hub-signature-256": gh}, body, ["first", "second"])
+        verify_stripe({"stripe-signature": header}, body, ["whsec_other"], now=now)
+    gh = github_sign(body, "second")
+    verify_github({"x-hub-signature-256": gh}, body, ["first", "second"])
 
 
 @pytest.mark.parametrize(
@@ -137,14 +144,14 @@ def test_rotation_any_configured_secret_and_any_v1_matches() -> None:
 )
 def test_stripe_malformed_headers(header: str, message: str) -> None:
     with pytest.raises(SignatureError, match=message):
-        sig.verify_stripe({"stripe-signature": header} if header else {}, b"{}", ["s"], now=1)
+        verify_stripe({"stripe-signature": header} if header else {}, b"{}", ["s"], now=1)
 
 
 def test_stripe_accepts_future_timestamps_like_the_sdk() -> None:
     body = b"{}"
     future = int(time.time()) + 3600
-    sig.verify_stripe(
-        {"stripe-signature": sig.stripe_sign(body, "s", future)}, body, ["s"], now=time.time()
+    verify_stripe(
+        {"stripe-signature": stripe_sign(body, "s", future)}, body, ["s"], now=time.time()
     )
 
 
@@ -155,48 +162,64 @@ def test_standard_rejects_old_and_future_timestamps() -> None:
         headers = {
             "webhook-id": "m",
             "webhook-timestamp": str(ts),
-            "webhook-signature": sig.standard_sign(
+            "webhook-signature": standard_sign(
                 body, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "m", ts
             ),
         }
         with pytest.raises(SignatureError, match=word):
-            sig.verify_standard(headers, body, ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], now=now)
+            verify_standard(headers, body, ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], now=now)
 
 
 def test_standard_signature_list_is_space_separated_and_any_entry_may_match() -> None:
     secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     body = b"{}"
     now = int(time.time())
-    good = sig.standard_sign(body, secret, "m", now)
+    good = standard_sign(body, secret, "m", now)
     headers = {
         "webhook-id": "m",
         "webhook-timestamp": str(now),
         "webhook-signature": f"v1a,xyz v1,Zm9v {good}",
     }
-    sig.verify_standard(headers, body, [secret], now=now)
+    verify_standard(headers, body, [secret], now=now)
 
 
 def test_github_wrong_prefix_and_tampered_body() -> None:
-    good = sig.github_sign(b"a", "s")
+    good = github_sign(b"a", "s")
     with pytest.raises(SignatureError, match="sha256="):
-        sig.verify_github({"x-hub-signature-256": good.replace("sha256=", "sha1=")}, b"a", ["s"])
+        verify_github({"x-hub-signature-256": good.replace("sha256=", "sha1=")}, b"a", ["s"])
     with pytest.raises(SignatureError, match="does not match"):
-        sig.verify_github({"x-hub-signature-256": good}, b"b", ["s"])
+        verify_github({"x-hub-signature-256": good}, b"b", ["s"])
 
 
 def test_shopify_bad_base64() -> None:
     with pytest.raises(SignatureError, match="base64"):
-        sig.verify_shopify({"x-shopify-hmac-sha256": "***"}, b"a", ["s"])
+        verify_shopify({"x-shopify-hmac-sha256": "***"}, b"a", ["s"])
 
 
 @pytest.mark.parametrize("encoding", ["hex", "base64"])
 @pytest.mark.parametrize("algorithm", ["sha1", "sha256", "sha512"])
 def test_generic_round_trip(encoding: Literal["hex", "base64"], algorithm: str) -> None:
-    value = sig.generic_sign(b"payload", "k", algorithm=algorithm, encoding=encoding, prefix="v=")
-    options = {"header": "X-Sig", "algorithm": algorithm, "encoding": encoding, "prefix": "v="}
-    sig.verify_generic({"x-sig": value}, b"payload", ["k"], **options)  # type: ignore[arg-type]
+    keys = GenericKeys(
+        signature_header="X-Sig",
+        signature_algorithm=algorithm,  # type: ignore[arg-type]
+        signature_encoding=encoding,
+        signature_prefix="v=",
+        id_header="X-Id",
+    )
+    scheme = scheme_of(keys)
+    now = time.time()
+    value = scheme_check.sign(scheme, {"x-id": "e1"}, b"payload", "k", now, "http://h/")["x-sig"]
+    digest = hmac.new(b"k", b"payload", algorithm).digest()
+    assert value == "v=" + (
+        digest.hex() if encoding == "hex" else base64.b64encode(digest).decode()
+    )
+
+    def request(body: bytes) -> WebhookRequest:
+        return WebhookRequest("POST", "http://h/", {"x-sig": value, "x-id": "e1"}, body, now)
+
+    scheme_check.verify(scheme, request(b"payload"), ("k",))
     with pytest.raises(SignatureError):
-        sig.verify_generic({"x-sig": value}, b"payload!", ["k"], **options)  # type: ignore[arg-type]
+        scheme_check.verify(scheme, request(b"payload!"), ("k",))
 
 
 def test_every_provider_signs_a_stored_delivery_afresh_so_that_it_verifies() -> None:
@@ -258,7 +281,7 @@ SVIX_BODY = b'{"type":"user.created","data":{"id":"user_1"}}'
 
 
 def _standard(headers: dict[str, str], body: bytes, now: float) -> ParsedEvent:
-    from connectors.generic import STANDARD
+    from connectors.providers.standard import STANDARD
     from reconciler.config import parse_settings
     from reconciler.sources import options_of
 
@@ -277,8 +300,6 @@ def test_a_standard_source_takes_the_svix_header_names_both_ways() -> None:
     from datetime import UTC, datetime
 
     from svix.webhooks import Webhook as SvixWebhook
-
-    from connectors.signatures import standard_sign
 
     at = 1_764_547_200
     # the published vector (shared/providers.md section 6, computed with svix 2.9.1)
@@ -307,9 +328,6 @@ def test_a_standard_source_takes_the_svix_header_names_both_ways() -> None:
 def test_a_v2_thin_event_reads_as_stripes_own_library_reads_it() -> None:
     """A thin event's object is its related_object (no data.object snapshot); stripe's
     parse_event_notification agrees on the identity, type and object, and accepts our signature."""
-    from connectors.parsing import parse_stripe
-    from connectors.signatures import stripe_sign
-
     document = {
         "id": "evt_test_65R9Ijk8DcJmk7ynL9N16S9gAvRx5Rh8pRC4lzBvhs8FOo",
         "object": "v2.core.event",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from slack_sdk.signature import SignatureVerifier
 
 from connectors.errors import RejectedDelivery
-from connectors.slack import parse_slack, slack_sign, verify_slack
+from connectors.providers.slack import parse_slack, slack_sign, verify_slack
 from connectors.webhooks import Handshake, ParsedEvent, SignatureError
 
 VECTOR = json.loads(

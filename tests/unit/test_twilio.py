@@ -19,7 +19,7 @@ from twilio.request_validator import RequestValidator
 
 from connectors.errors import RejectedDelivery
 from connectors.parsing import form_fields
-from connectors.twilio import answer, parse_twilio, twilio_sign, verify_twilio
+from connectors.providers.twilio import answer, parse_twilio, twilio_sign, verify_twilio
 from connectors.webhooks import SignatureError
 
 VECTORS = json.loads(
@@ -157,7 +157,7 @@ def test_a_stored_callback_is_signed_afresh_for_the_url_it_is_sent_to() -> None:
     drill's own URL."""
     from connectors.errors import UnsupportedError
     from connectors.options import ProviderKeys, SourceOptions
-    from connectors.twilio import PROVIDER
+    from connectors.providers.twilio import PROVIDER
 
     assert PROVIDER.sign is not None
     options = SourceOptions(name="sms", kind="twilio", keys=ProviderKeys())

@@ -16,10 +16,12 @@ with):
   signed: no replay window. Dropbox expects an answer within 10 seconds.
 - Body: ``{"list_folder": {"accounts": ["dbid:…", …]}, "delta": {"users": [12345, …]}}``: which
   accounts changed, nothing about what changed (the app calls ``/files/list_folder/continue`` with
-  its cursor). No id, no time: the identity is ``dropbox:`` + the SHA-256 of the body, so a resent
-  notification is a duplicate. Because a body names accounts only, two later notifications for the
-  same accounts are the same body and so the same identity: the second is stored as a duplicate.
-  Type: ``list_folder``; object: the account when the notification names exactly one.
+  its cursor). No id, no time, and a body names accounts only: two notifications an hour apart for
+  the same account are the same bytes, and each asks the app to sync. So each delivery is an event
+  of its own: ``dropbox:`` + the SHA-256 of the body + ``:`` + its arrival in milliseconds. A
+  notification Dropbox sends again after a failed answer is then one more event, whose handler
+  syncs once more (``list_folder/continue`` from the stored cursor is idempotent): an extra sync,
+  never a change missed. Type: ``list_folder``; object: the account when it names exactly one.
 """
 
 from __future__ import annotations
@@ -27,11 +29,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
 
 from connectors import scheme_check
 from connectors.catalogue import Catalogue, Sample, compact_json, token
-from connectors.declared import keys_of
+from connectors.declared import keys_of, signer
 from connectors.options import SourceOptions
 from connectors.provider import Provider
 from connectors.scheme import Scheme
@@ -82,21 +83,11 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
     only = text_or_none(accounts[0]) if isinstance(accounts, list) and len(accounts) == 1 else None
     return dataclasses.replace(
         verdict,
+        event_id=f"{verdict.event_id}:{int(request.now * 1000)}",  # each delivery: see above
         event_type="list_folder" if listing is not None else None,
         object_type="account" if only else None,
         object_id=only,
     )
-
-
-def _sign(
-    options: SourceOptions,
-    headers: Mapping[str, str],
-    body: bytes,
-    secret: str,
-    now: float,
-    url: str,
-) -> dict[str, str]:
-    return scheme_check.sign(SCHEME, headers, body, secret, now, url)
 
 
 # -- samples, shaped after the notification example of the Webhooks reference ---------------------
@@ -106,6 +97,7 @@ def _build(options: SourceOptions, event_type: str, secret: str) -> Sample:
     account = "dbid:AA" + token(30)
     user = int(token(8), 16) % 10**9
     body = compact_json({"list_folder": {"accounts": [account]}, "delta": {"users": [user]}})
+    # the id's first part: its arrival, the rest, is known when it arrives
     event_id = SCHEME.id_prefix + hashlib.sha256(body).hexdigest()
     return Sample(event_id, body, {"content-type": "application/json"})
 
@@ -115,7 +107,7 @@ SAMPLES = Catalogue(("list_folder",), _build)
 PROVIDER = Provider(
     "dropbox",
     verify=_verify,
-    sign=_sign,
+    sign=signer(SCHEME),
     sensitive_headers=lambda options: SCHEME.header_names(),
     tolerance=SCHEME.tolerance,
     methods=("POST", "GET"),

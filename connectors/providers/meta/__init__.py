@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from connectors import scheme_check
-from connectors.declared import VerifyTokenKeys, keys_of
+from connectors.declared import VerifyTokenKeys, keys_of, signer
 from connectors.errors import RejectedDelivery
 from connectors.options import SourceOptions
 from connectors.provider import Provider
@@ -117,17 +117,6 @@ def _named(item: BatchItem, kind: str) -> BatchItem:
     return dataclasses.replace(item, event=event)
 
 
-def _sign(
-    options: SourceOptions,
-    headers: Mapping[str, str],
-    body: bytes,
-    secret: str,
-    now: float,
-    url: str,
-) -> dict[str, str]:
-    return scheme_check.sign(SCHEME, headers, body, secret, now, url)
-
-
 def _rule(values: Mapping[str, Any]) -> str | None:
     if not values.get("verify_token_env"):
         return (
@@ -142,9 +131,10 @@ MASKED = SCHEME.header_names() | {"x-hub-signature"}
 PROVIDER = Provider(
     "meta",
     verify=_verify,
-    sign=_sign,
+    sign=signer(SCHEME),
     keys=VerifyTokenKeys,
     validate=_rule,
+    receive_credentials=("verify_token_env",),
     sensitive_headers=lambda options: MASKED,
     tolerance=SCHEME.tolerance,
     methods=("POST", "GET"),

@@ -3,7 +3,6 @@ the verify-webhook-signature call, and an event read back or sent again by id.""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
@@ -12,6 +11,7 @@ from typing import Any
 from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, decode_json, redact_url
+from connectors.oauth import ClientCredentials
 from connectors.webhooks import SignatureError, iso_time, text_or_none
 
 DEFAULT_BASE_URL = "https://api-m.paypal.com"  # the sandbox: https://api-m.sandbox.paypal.com
@@ -19,7 +19,6 @@ TOKEN_PATH = "/v1/oauth2/token"
 VERIFY_PATH = "/v1/notifications/verify-webhook-signature"
 EVENT_PATH = "/v1/notifications/webhooks-events/{id}"
 RESEND_PATH = "/v1/notifications/webhooks-events/{id}/resend"
-EARLY = 60.0  # a token is renewed this many seconds before PayPal says it expires
 SCOPE = "https://uri.paypal.com/services/applications/verify-webhook-signature"
 
 
@@ -56,11 +55,16 @@ class PayPalConnector:
         self.source = source
         self.client = client
         self.webhook_id = webhook_id
-        self._credentials = (client_id, client_secret)
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._expires = 0.0
-        self.tokens_fetched = 0
+        self.token = ClientCredentials(
+            source,
+            client,
+            token_path=TOKEN_PATH,
+            credentials=(client_id, client_secret),
+            form={"grant_type": "client_credentials"},
+            permission="an OAuth client of a REST app",
+            default_ttl=32400,
+            clock=clock,
+        )
 
     @property
     def retention(self) -> timedelta | None:
@@ -73,28 +77,7 @@ class PayPalConnector:
         self.client.close()
 
     def _authorise(self) -> None:
-        """An access token on the client, fetched again shortly before it expires."""
-        with self._lock:
-            if self._clock() < self._expires:
-                return
-            response = self.client.request(
-                "POST",
-                TOKEN_PATH,
-                form={"grant_type": "client_credentials"},
-                auth=self._credentials,
-                permission="an OAuth client of a REST app",
-            )
-            try:
-                body = decode_json(response.content)
-                token, ttl = str(body["access_token"]), float(body.get("expires_in", 32400))
-            except (ValueError, KeyError, TypeError):
-                raise MalformedResponseError(
-                    f"source '{self.source}': {redact_url(response.request.url)} gave no "
-                    "access_token"
-                ) from None
-            self.client.set_header("Authorization", f"Bearer {token}")
-            self._expires = self._clock() + max(ttl - EARLY, 0.0)
-            self.tokens_fetched += 1
+        self.token.authorise()
 
     def verify_signature(self, transmission: Mapping[str, str], event: Any) -> None:
         """PayPal's verdict on a delivery: returns on SUCCESS, else a SignatureError. PayPal's

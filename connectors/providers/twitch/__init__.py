@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from connectors import scheme_check
 from connectors.catalogue import Catalogue, Sample, compact_json
-from connectors.declared import keys_of
+from connectors.declared import keys_of, signer
 from connectors.options import SourceOptions
 from connectors.provider import Provider
 from connectors.scheme import Challenge, Scheme
@@ -121,17 +120,6 @@ def _revocation(body: bytes) -> str:
     )
 
 
-def _sign(
-    options: SourceOptions,
-    headers: Mapping[str, str],
-    body: bytes,
-    secret: str,
-    now: float,
-    url: str,
-) -> dict[str, str]:
-    return scheme_check.sign(SCHEME, headers, body, secret, now, url)
-
-
 # -- samples, shaped after the payloads in "EventSub Subscription Types" and the webhook guide -----
 
 
@@ -204,7 +192,7 @@ SAMPLES = Catalogue(("channel.follow", "stream.online", "channel.subscribe"), _b
 PROVIDER = Provider(
     "twitch",
     verify=_verify,
-    sign=_sign,
+    sign=signer(SCHEME),
     sensitive_headers=lambda options: SCHEME.header_names(),
     tolerance=SCHEME.tolerance,
     scheme=SCHEME,

@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 
 from connectors import scheme_check
 from connectors.catalogue import Catalogue, Sample, compact_json, token
-from connectors.declared import keys_of
+from connectors.declared import keys_of, signer
 from connectors.options import SourceOptions
 from connectors.provider import Provider
 from connectors.scheme import Scheme
@@ -95,17 +95,6 @@ def _named(item: BatchItem) -> BatchItem:
     return dataclasses.replace(item, event=event)
 
 
-def _sign(
-    options: SourceOptions,
-    headers: Mapping[str, str],
-    body: bytes,
-    secret: str,
-    now: float,
-    url: str,
-) -> dict[str, str]:
-    return scheme_check.sign(SCHEME, headers, body, secret, now, url)
-
-
 def event_id(event: Mapping[str, object]) -> str:
     """The identity this provider gives one event of a delivery."""
     compact = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
@@ -144,7 +133,7 @@ SAMPLES = Catalogue(("INVOICE.UPDATE", "INVOICE.CREATE", "CONTACT.CREATE"), _bui
 PROVIDER = Provider(
     "xero",
     verify=_verify,
-    sign=_sign,
+    sign=signer(SCHEME),
     sensitive_headers=lambda options: SCHEME.header_names(),
     tolerance=SCHEME.tolerance,
     scheme=SCHEME,

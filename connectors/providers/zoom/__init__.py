@@ -32,12 +32,11 @@ import hmac
 import json
 import random
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from connectors import scheme_check
 from connectors.catalogue import Catalogue, Sample, compact_json, token
-from connectors.declared import keys_of
+from connectors.declared import keys_of, signer
 from connectors.options import SourceOptions
 from connectors.provider import Provider
 from connectors.scheme import Scheme
@@ -113,17 +112,6 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
     return verdict
 
 
-def _sign(
-    options: SourceOptions,
-    headers: Mapping[str, str],
-    body: bytes,
-    secret: str,
-    now: float,
-    url: str,
-) -> dict[str, str]:
-    return scheme_check.sign(SCHEME, headers, body, secret, now, url)
-
-
 # -- samples, shaped after the event examples of https://developers.zoom.us/docs/api/meetings/events/
 
 
@@ -178,7 +166,7 @@ SAMPLES = Catalogue(("meeting.started", "meeting.ended", "recording.completed"),
 PROVIDER = Provider(
     "zoom",
     verify=_verify,
-    sign=_sign,
+    sign=signer(SCHEME),
     sensitive_headers=lambda options: SCHEME.header_names(),
     tolerance=SCHEME.tolerance,
     scheme=SCHEME,

@@ -46,7 +46,7 @@ def request(headers: dict[str, str] | None = None, body: bytes | None = None) ->
 def test_vector_verifies_and_reads_identity() -> None:
     event = PROVIDER.verify(options(), request(), (SECRET,))
     assert isinstance(event, ParsedEvent)
-    assert event.event_id == VECTOR["event_id"]
+    assert event.event_id == f"{VECTOR['event_id']}:{int(NOW * 1000)}"  # the body's, then arrival
     assert event.event_type == VECTOR["event_type"]
     assert (event.object_type, event.object_id) == (
         "account",
@@ -124,4 +124,18 @@ def test_sample_signed_verifies() -> None:
             options(), WebhookRequest("POST", URL, headers, sample.body, NOW), (SECRET,)
         )
         assert isinstance(event, ParsedEvent)
-        assert event.event_id == sample.event_id and event.event_type == event_type
+        assert event.event_id == f"{sample.event_id}:{int(NOW * 1000)}"
+        assert event.event_type == event_type
+
+
+def test_the_same_notification_later_is_another_event() -> None:
+    """A body names accounts only: an hour later the same bytes ask for another sync."""
+    first = PROVIDER.verify(options(), request(), (SECRET,))
+    later = PROVIDER.verify(
+        options(),
+        WebhookRequest("POST", URL, VECTOR["headers"], VECTOR["body"].encode(), NOW + 3600),
+        (SECRET,),
+    )
+    assert isinstance(first, ParsedEvent) and isinstance(later, ParsedEvent)
+    assert first.event_id != later.event_id
+    assert first.event_id.rsplit(":", 1)[0] == later.event_id.rsplit(":", 1)[0]

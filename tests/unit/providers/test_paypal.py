@@ -160,7 +160,7 @@ def test_the_vector_is_verified_by_paypal_and_reads_its_identity() -> None:
 def test_the_token_is_fetched_once_and_renewed_before_it_expires() -> None:
     conn, stand_in = connector()
     now = [0.0]
-    conn._clock = lambda: now[0]
+    conn.token.clock = lambda: now[0]
     for _ in range(3):
         confirm(conn, request())
     assert stand_in.tokens == 1

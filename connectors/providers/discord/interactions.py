@@ -3,7 +3,7 @@
 
 Facts (docs/providers.md "Discord interactions", with sources):
 
-- The signature is the ``discord`` kind's (``connectors.discord.verify_discord``): Ed25519 over
+- The signature is the ``discord`` kind's (``connectors.providers.discord.verify_discord``): Ed25519 over
   ``X-Signature-Timestamp`` followed by the raw body, checked with the application's public key.
   Discord sends invalid signatures on purpose to test the endpoint; they must get 401, PINGs too.
 - ``{"type": 1}`` is a PING: answered ``{"type": 1}`` (PONG) as JSON, never an event.
@@ -21,9 +21,9 @@ import json
 from collections.abc import Mapping
 from typing import Literal
 
-from connectors.discord import SIGNATURE, DiscordKeys, public_key_rule, verify_discord
 from connectors.options import SourceOptions
 from connectors.provider import Provider, headers_named
+from connectors.providers.discord import SIGNATURE, DiscordKeys, public_key_rule, verify_discord
 from connectors.webhooks import (
     BadPayload,
     Handshake,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
@@ -34,7 +33,8 @@ from connectors.errors import (
     RejectedDelivery,
     UnsupportedError,
 )
-from connectors.http import ProviderClient, decode_json, redact_url
+from connectors.http import ProviderClient, redact_url
+from connectors.oauth import ClientCredentials
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.provider import ClientFactory, Provider
 from connectors.webhooks import (
@@ -53,7 +53,6 @@ PAYMENT_PATH = "/api/payments/payment/{id}"
 PAYMENT_ID = re.compile(r"[0-9]{1,19}")
 SCOPE = "payment-all"  # a payment-create token cannot read a payment
 PAGE_SIZE = 100  # payments read back per page of a reconciliation
-EARLY = 60.0  # a token is renewed this many seconds before GoPay says it expires
 
 
 class GoPayKeys(ProviderKeys):
@@ -104,11 +103,16 @@ class GoPayConnector:
     ) -> None:
         self.source = source
         self.client = client
-        self._credentials = (client_id, client_secret)
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._expires = 0.0
-        self.tokens_fetched = 0
+        self.token = ClientCredentials(
+            source,
+            client,
+            token_path=TOKEN_PATH,
+            credentials=(client_id, client_secret),
+            form={"grant_type": "client_credentials", "scope": SCOPE},
+            permission=f"the {SCOPE} scope",
+            default_ttl=1800,
+            clock=clock,
+        )
 
     @property
     def retention(self) -> timedelta | None:
@@ -121,28 +125,7 @@ class GoPayConnector:
         self.client.close()
 
     def _authorise(self) -> None:
-        """An access token on the client, fetched again shortly before it expires."""
-        with self._lock:
-            if self._clock() < self._expires:
-                return
-            response = self.client.request(
-                "POST",
-                TOKEN_PATH,
-                form={"grant_type": "client_credentials", "scope": SCOPE},
-                auth=self._credentials,
-                permission=f"the {SCOPE} scope",
-            )
-            try:
-                body = decode_json(response.content)
-                token, ttl = str(body["access_token"]), float(body.get("expires_in", 1800))
-            except (ValueError, KeyError, TypeError):
-                raise MalformedResponseError(
-                    f"source '{self.source}': {redact_url(response.request.url)} gave no "
-                    "access_token"
-                ) from None
-            self.client.set_header("Authorization", f"Bearer {token}")
-            self._expires = self._clock() + max(ttl - EARLY, 0.0)
-            self.tokens_fetched += 1
+        self.token.authorise()
 
     def payment(self, payment_id: str) -> Mapping[str, Any]:
         self._authorise()

@@ -30,8 +30,8 @@ from graphql import (
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from connectors.providers.shopify.sandbox import ShopifyApi
 from connectors.sandbox.common import b64, unb64
-from connectors.sandbox.shopify_api import ShopifyApi
 
 SCHEMA = build_schema(
     """

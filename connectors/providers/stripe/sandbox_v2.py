@@ -12,9 +12,9 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from connectors.providers.stripe.records import object_path
+from connectors.providers.stripe.sandbox import STRIPE_RETENTION, StripeApi, _stripe_error
 from connectors.sandbox.common import b64, unb64
-from connectors.sandbox.stripe_api import STRIPE_RETENTION, StripeApi, _stripe_error
-from connectors.stripe_records import object_path
 
 MAX_LIMIT = 100
 

@@ -35,7 +35,7 @@ from connectors.errors import UnsupportedError
 from connectors.http import ProviderClient, redact_url, require
 from connectors.paging import body_linked_pages
 from connectors.parsing import BadPayload, iso_time
-from connectors.stripe_records import fetch_stripe_object
+from connectors.providers.stripe.records import fetch_stripe_object
 
 EVENTS = "/v2/core/events"
 PAGE_SIZE = 100

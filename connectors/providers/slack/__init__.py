@@ -26,9 +26,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from connectors import samples
 from connectors.options import SourceOptions
 from connectors.provider import Provider, headers_named, kept
+from connectors.providers.slack.samples import SLACK as SAMPLES
 from connectors.webhooks import (
     BadPayload,
     Handshake,
@@ -175,7 +175,7 @@ def _sign(
 
 PROVIDER = Provider(
     "slack",
-    samples=samples.SLACK,
+    samples=SAMPLES,
     verify=_verify,
     sign=_sign,
     sensitive_headers=headers_named(SIGNATURE),

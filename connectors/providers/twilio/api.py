@@ -7,7 +7,7 @@ body (``next_page_uri``, null on the last), with HTTP Basic auth (the account SI
 an API key's SID and secret). Sources: docs/providers.md "Twilio".
 
 A listed resource becomes the record of the status callback its current status must have produced:
-identity ``{sid}:{status}``, as the receiver names a callback (``connectors.twilio``). So a callback
+identity ``{sid}:{status}``, as the receiver names a callback (``connectors.providers.twilio``). So a callback
 that never arrived is ``missing``, and a business row with another status is ``diverged`` (a check on
 ``status``). Only statuses Twilio reports by callback are judged; a resource still on its way
 (``queued``, ``ringing``, …) is left for a later run.

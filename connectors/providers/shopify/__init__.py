@@ -1,7 +1,7 @@
 """Shopify: no API lists webhook deliveries, so reconcile resource state (shared/providers.md §3).
 
 This module reads through the REST Admin API (``api = "rest"``); the default, GraphQL, is
-``connectors.shopify_graphql``.
+``connectors.providers.shopify.graphql``.
 
 ``GET /admin/api/{version}/{resource}.json?status=any&updated_at_min=..&limit=250``, then the ``Link``
 ``rel="next"`` URL exactly as given (``page_info`` can't be combined with other filters), header
@@ -19,7 +19,6 @@ from contextlib import closing
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from connectors import samples
 from connectors.base import Cursor, Page, Record, ScanOptions
 from connectors.budget import BudgetSettings
 from connectors.errors import ConfigError
@@ -27,9 +26,10 @@ from connectors.http import ProviderClient, fetch_ahead, parse_link_header, reda
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
 from connectors.provider import ClientFactory, Provider, headers_named, kept, scheme
-from connectors.shopify_base import ShopifyBase, parse_delivery
-from connectors.shopify_graphql import ShopifyGraphQLConnector
-from connectors.signatures import shopify_sign, verify_shopify
+from connectors.providers.shopify.base import ShopifyBase, parse_delivery
+from connectors.providers.shopify.graphql import ShopifyGraphQLConnector
+from connectors.providers.shopify.samples import SHOPIFY as SAMPLES
+from connectors.providers.shopify.signature import shopify_sign, verify_shopify
 
 PAGE_SIZE = 250
 
@@ -218,7 +218,7 @@ def _sign(
 
 PROVIDER = Provider(
     "shopify",
-    samples=samples.SHOPIFY,
+    samples=SAMPLES,
     verify=scheme(verify_shopify, parse_delivery),
     build=_build,
     keys=ShopifyKeys,

@@ -10,7 +10,8 @@ from datetime import timedelta
 from connectors.base import Access, Capabilities, Listing, Record
 from connectors.errors import AuthError, MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, redact_url
-from connectors.parsing import ParsedEvent, parse_shopify, required_id
+from connectors.parsing import ParsedEvent, required_id
+from connectors.providers.shopify.signature import parse_shopify
 
 ACCESS_SCOPES = "/admin/oauth/access_scopes.json"  # the token's scopes (not versioned)
 
@@ -32,7 +33,7 @@ def delivery_identity(headers: Mapping[str, str]) -> str | None:
 
 
 def parse_delivery(headers: Mapping[str, str], body: bytes) -> ParsedEvent:
-    """A delivery read as ``parsing.parse_shopify`` reads it, stored under
+    """A delivery read as ``signature.parse_shopify`` reads it, stored under
     :func:`delivery_identity`; the webhook id stays the delivery's own id."""
     parsed = parse_shopify(headers, body)
     event_id = delivery_identity(headers)

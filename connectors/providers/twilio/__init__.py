@@ -32,10 +32,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from connectors import samples, twilio_api
 from connectors.errors import UnsupportedError
 from connectors.options import SourceOptions
 from connectors.provider import Provider, headers_named
+from connectors.providers.twilio import api as twilio_api
+from connectors.providers.twilio.samples import TWILIO as SAMPLES
 from connectors.webhooks import (
     BadPayload,
     ParsedEvent,
@@ -232,7 +233,7 @@ def _sign(
 
 PROVIDER = Provider(
     "twilio",
-    samples=samples.TWILIO,
+    samples=SAMPLES,
     verify=_verify,
     build=twilio_api.build,
     keys=twilio_api.TwilioKeys,

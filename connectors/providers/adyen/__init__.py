@@ -18,74 +18,29 @@ Adyen resends the batch.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from connectors import samples
 from connectors.options import SourceOptions
 from connectors.provider import Provider
+from connectors.providers.adyen.samples import ADYEN as SAMPLES
+from connectors.providers.adyen.signature import verify_item
 from connectors.webhooks import (
     BadPayload,
     Batch,
     BatchItem,
     ParsedEvent,
     Reply,
-    SignatureError,
     Verdict,
     WebhookRequest,
-    hmac_digest,
     iso_time,
     load_json,
     required_id,
-    same_digest,
     text_or_none,
 )
 
-SIGNED_FIELDS = (
-    "pspReference",
-    "originalReference",
-    "merchantAccountCode",
-    "merchantReference",
-    "value",
-    "currency",
-    "eventCode",
-    "success",
-)
 ACCEPTED = Reply(200, b"[accepted]", "text/plain; charset=utf-8")
-
-
-def _signed_text(item: Mapping[str, Any]) -> str:
-    amount = item.get("amount")
-    amount = amount if isinstance(amount, Mapping) else {}
-    values = {**item, "value": amount.get("value", ""), "currency": amount.get("currency", "")}
-    return ":".join("" if values.get(k) is None else str(values.get(k)) for k in SIGNED_FIELDS)
-
-
-def adyen_sign(item: Mapping[str, Any], hex_key: str) -> str:
-    """An item's ``additionalData.hmacSignature`` as Adyen computes it."""
-    try:
-        key = binascii.unhexlify(hex_key.strip())
-    except (binascii.Error, ValueError):
-        raise SignatureError("the Adyen HMAC key is not hexadecimal") from None
-    try:
-        signed = _signed_text(item).encode()
-    except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text Adyen could have signed
-        raise SignatureError("a signed field is not UTF-8 text (a lone surrogate)") from None
-    return base64.b64encode(hmac_digest(key, signed)).decode()
-
-
-def verify_item(item: Mapping[str, Any], secrets: Iterable[str], where: str) -> None:
-    extra = item.get("additionalData")
-    given = extra.get("hmacSignature") if isinstance(extra, Mapping) else None
-    if not isinstance(given, str) or not given:
-        raise SignatureError(f"{where} has no additionalData.hmacSignature")
-    for secret in secrets:
-        if same_digest(adyen_sign(item, secret), given):
-            return
-    raise SignatureError(f"{where}: additionalData.hmacSignature does not match")
 
 
 def items_of(body: bytes) -> list[dict[str, Any]]:
@@ -128,4 +83,4 @@ def _verify(options: SourceOptions, request: WebhookRequest, secrets: tuple[str,
     return Batch(tuple(batch), ACCEPTED)
 
 
-PROVIDER = Provider("adyen", verify=_verify, samples=samples.ADYEN)
+PROVIDER = Provider("adyen", verify=_verify, samples=SAMPLES)

@@ -39,7 +39,7 @@ from connectors.errors import (
 )
 from connectors.http import ProviderClient
 from connectors.paging import PageGuard, PageShape
-from connectors.shopify_base import ShopifyBase
+from connectors.providers.shopify.base import ShopifyBase
 from connectors.slices import Slice, SliceFetch, run_slices
 
 PAGE_SIZE = 250  # GraphQL's maximum ``first``

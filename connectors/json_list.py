@@ -1,4 +1,6 @@
-"""Any JSON list API, configured in ``config.toml`` (Svix's ``/api/v1/app/{app}/msg`` and the like).
+"""Any JSON list API, configured in ``config.toml`` (Svix's ``/api/v1/app/{app}/msg`` and the like):
+the list connector of the ``generic`` kind and of Standard Webhooks senders (``standard``) that have
+one.
 
 Keys: ``list_url`` (relative to ``base_url``), ``items_path``, ``id_path``, ``type_path``,
 ``time_path``, ``object_id_path`` (dotted paths), ``page_size`` with ``limit_param``, and one
@@ -15,24 +17,17 @@ Keys: ``list_url`` (relative to ``base_url``), ``items_path``, ``id_path``, ``ty
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from connectors import samples, scheme_check
 from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
-from connectors.declared import keys_of, public_key_rule
 from connectors.errors import ConfigError, MalformedResponseError, UnsupportedError
-from connectors.generic_scheme import GenericKeys, scheme_of
 from connectors.http import ProviderClient, parse_link_header, redact_url
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
-from connectors.parsing import ParsedEvent, json_path_get, parse_standard
-from connectors.provider import ClientFactory, Provider, headers_named, timed_scheme
-from connectors.scheme import SchemeError
-from connectors.signatures import standard_sign, verify_standard
-from connectors.webhooks import Verdict, WebhookRequest
+from connectors.parsing import json_path_get
+from connectors.provider import ClientFactory
 
 
 def _time(value: Any) -> datetime | None:
@@ -251,10 +246,6 @@ class ListKeys(ProviderKeys):
     limit_param: str = "limit"
 
 
-class GenericSenderKeys(GenericKeys, ListKeys):
-    """The generic provider's keys: its signature and identity, and its list API."""
-
-
 def _build(options: SourceOptions, client: ClientFactory) -> GenericConnector:
     if not options.base_url:
         raise ConfigError(f"source '{options.name}': a {options.kind} connector needs 'base_url'")
@@ -266,113 +257,3 @@ def _list_rule(values: Mapping[str, Any]) -> str | None:
     if values.get("cursor_style") == "body" and not values.get("cursor_path"):
         return "cursor_style 'body' needs key 'cursor_path'"
     return None
-
-
-def _generic_rule(values: Mapping[str, Any]) -> str | None:
-    keys = GenericKeys.model_validate(
-        {k: v for k, v in values.items() if k in GenericKeys.model_fields}
-    )
-    try:
-        scheme = scheme_of(keys)
-    except SchemeError as exc:
-        return str(exc)
-    if scheme.asymmetric:
-        problem = public_key_rule(scheme, "generic")(values)
-        if problem:
-            return problem
-    return _list_rule(values)
-
-
-def _verify_generic(
-    options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
-) -> Verdict:
-    scheme = scheme_of(options.own(GenericKeys))
-    return scheme_check.verify(
-        scheme, request, secrets, keys_of(options), tolerance=options.tolerance_seconds
-    )
-
-
-def _sign_standard(
-    options: SourceOptions,
-    headers: Mapping[str, str],
-    body: bytes,
-    secret: str,
-    now: float,
-    url: str,
-) -> dict[str, str]:
-    msg_id = standard_headers(headers).get("webhook-id") or ""
-    return {
-        "content-type": headers.get("content-type") or "application/json",
-        "webhook-id": msg_id,
-        "webhook-timestamp": str(int(now)),
-        "webhook-signature": standard_sign(body, secret, msg_id, int(now)),
-    }
-
-
-def _sign_generic(
-    options: SourceOptions,
-    headers: Mapping[str, str],
-    body: bytes,
-    secret: str,
-    now: float,
-    url: str,
-) -> dict[str, str]:
-    scheme = scheme_of(options.own(GenericKeys))
-    if not scheme_check.can_sign(scheme):
-        raise ConfigError(
-            f"source '{options.name}': its signature ({scheme.algorithm}, in "
-            f"{scheme.signatures[0]}) is one hookledger cannot make: only its sender can"
-        )
-    return scheme_check.sign(scheme, headers, body, secret, now, url)
-
-
-SVIX_NAMES = {
-    "svix-id": "webhook-id",
-    "svix-timestamp": "webhook-timestamp",
-    "svix-signature": "webhook-signature",
-}
-
-
-def standard_headers(headers: Mapping[str, str]) -> Mapping[str, str]:
-    """Senders built on Svix (Clerk, Resend, …) send the same scheme as ``svix-id``,
-    ``svix-timestamp`` and ``svix-signature``; the ``svix`` library accepts either set, and so does
-    this (the ``webhook-*`` names win when both are sent)."""
-    if "webhook-id" in headers or "svix-id" not in headers:
-        return headers
-    return {**headers, **{new: headers[old] for old, new in SVIX_NAMES.items() if old in headers}}
-
-
-_verify_standard_names = timed_scheme(verify_standard, parse_standard)
-
-
-def _verify_standard(
-    options: SourceOptions, request: WebhookRequest, secrets: tuple[str, ...]
-) -> ParsedEvent:
-    named = dataclasses.replace(request, headers=standard_headers(request.headers))
-    verdict = _verify_standard_names(options, named, secrets)
-    assert isinstance(verdict, ParsedEvent)  # (a Standard Webhooks delivery is always an event)
-    return verdict
-
-
-# Standard Webhooks (https://www.standardwebhooks.com): signed as the spec says; a sender's list
-# API, where it has one, is read as a generic list.
-STANDARD = Provider(
-    "standard",
-    samples=samples.STANDARD,
-    verify=_verify_standard,
-    build=_build,
-    keys=ListKeys,
-    validate=_list_rule,
-    sign=_sign_standard,
-    sensitive_headers=headers_named("webhook-signature", "svix-signature"),
-)
-GENERIC = Provider(
-    "generic",
-    samples=samples.GENERIC,
-    verify=_verify_generic,
-    build=_build,
-    keys=GenericSenderKeys,
-    validate=_generic_rule,
-    sign=_sign_generic,
-    sensitive_headers=lambda options: scheme_of(options.own(GenericKeys)).header_names(),
-)

@@ -26,7 +26,6 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from connectors import samples
 from connectors.base import (
     Access,
     Capabilities,
@@ -42,9 +41,10 @@ from connectors.errors import ConfigError, MalformedResponseError, NotFoundError
 from connectors.http import ProviderClient, fetch_ahead, parse_link_header, redact_url
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.paging import PageGuard, PageShape
-from connectors.parsing import ParsedEvent, parse_github
+from connectors.parsing import ParsedEvent
 from connectors.provider import ClientFactory, Provider, headers_named, kept, scheme
-from connectors.signatures import github_sign, verify_github
+from connectors.providers.github.samples import GITHUB as SAMPLES
+from connectors.providers.github.signature import github_sign, parse_github, verify_github
 
 DEFAULT_BASE_URL = "https://api.github.com"
 PAGE_SIZE = 100
@@ -390,7 +390,7 @@ def _sign(
 
 PROVIDER = Provider(
     "github",
-    samples=samples.GITHUB,
+    samples=SAMPLES,
     verify=scheme(verify_github, parse_github),
     build=_build,
     keys=GitHubKeys,

@@ -29,11 +29,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from connectors import samples
 from connectors.base import (
     Access,
     Capabilities,
@@ -48,14 +45,16 @@ from connectors.base import (
 from connectors.budget import BudgetSettings
 from connectors.errors import MalformedResponseError, UnsupportedError
 from connectors.http import ProviderClient, fetch_ahead, redact_url, require
-from connectors.options import ProviderKeys, SourceOptions
+from connectors.options import SourceOptions
 from connectors.paging import PageGuard, PageShape
-from connectors.parsing import ParsedEvent, parse_stripe
+from connectors.parsing import ParsedEvent
 from connectors.provider import ClientFactory, Provider, headers_named, timed_scheme
-from connectors.signatures import stripe_sign, verify_stripe
+from connectors.providers.stripe.keys import StripeKeys
+from connectors.providers.stripe.records import event_record, fetch_stripe_object, from_epoch
+from connectors.providers.stripe.samples import STRIPE as SAMPLES
+from connectors.providers.stripe.signature import parse_stripe, stripe_sign, verify_stripe
+from connectors.providers.stripe.thin import StripeThinConnector, thin_current
 from connectors.slices import Slice, SliceFetch, run_slices
-from connectors.stripe_records import event_record, fetch_stripe_object, from_epoch
-from connectors.stripe_thin import StripeThinConnector, thin_current
 
 DEFAULT_BASE_URL = "https://api.stripe.com"
 RETENTION = timedelta(days=30)
@@ -374,14 +373,6 @@ class StripeConnector:
         )
 
 
-class StripeKeys(ProviderKeys):
-    event_types: tuple[str, ...] = Field(default=(), max_length=20)  # types[] takes at most 20
-    account: str | None = None  # a Connect account: https://docs.stripe.com/connect/authentication
-    # what the source's event destination sends: v1 events with their object ("snapshot"), or v2
-    # thin events naming it ("thin", listed at /v2/core/events: connectors.stripe_thin)
-    payload_style: Literal["snapshot", "thin"] = "snapshot"
-
-
 def _build(options: SourceOptions, client: ClientFactory) -> Connector:
     keys = options.own(StripeKeys)
     api_key = options.require_api_key()
@@ -427,7 +418,7 @@ def _sign(
 
 PROVIDER = Provider(
     "stripe",
-    samples=samples.STRIPE,
+    samples=SAMPLES,
     current=thin_current,
     verify=timed_scheme(verify_stripe, parse_stripe),
     build=_build,
