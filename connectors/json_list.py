@@ -1,18 +1,26 @@
-"""Any JSON list API, configured in ``config.toml`` (Svix's ``/api/v1/app/{app}/msg`` and the like):
-the list connector of the ``generic`` kind and of Standard Webhooks senders (``standard``) that have
-one.
+"""Any JSON list API, configured in ``config.toml`` (Svix's ``/api/v1/app/{app}/msg``, Paddle's
+``/events`` and the like): the list connector of the ``generic`` kind and of Standard Webhooks
+senders (``standard``) that have one.
 
 Keys: ``list_url`` (relative to ``base_url``), ``items_path``, ``id_path``, ``type_path``,
 ``time_path``, ``object_id_path`` (dotted paths), ``page_size`` with ``limit_param``, and one
-``cursor_style``:
+``cursor_style``, the way to the next page:
 
 - ``link``: follow the ``Link: rel="next"`` URL;
-- ``body``: the next cursor is at ``cursor_path`` in the body, sent back as ``cursor_param``; the list
-  is through when ``done_path`` is true (Svix: ``iterator`` / ``done``). The last cursor is kept, so the
-  next run asks only for what came after it;
+- ``next_url``: follow the URL at ``next_url_path`` in the body (Paddle's ``meta.pagination.next``);
+- ``body``: the next cursor is at ``cursor_path`` in the body, sent back as ``cursor_param``. The
+  last cursor is kept, so the next run asks only for what came after it;
+- ``last_item``: ``cursor_param`` = the last item's ``cursor_item_path`` (its id unless set): Stripe's
+  ``starting_after``, Paddle's ``after``;
 - ``since``: ``since_param`` = the newest ``time_path`` value seen; the page's boundary items are
   not judged again next time (``Page.relisted``: still seen, inside the scan's orphan window);
 - ``offset``: ``cursor_param`` = how many items were read.
+
+A flag may say whether more pages follow: ``more_path`` (true while there are: ``has_more``) or
+``done_path`` (true on the last page). Without one, the list ends at a page that gives no way on
+(or an empty one: a server may cap the page size, so a short page is no end). A page as full as the
+page size that gives no way on, with no flag saying it is the last, fails the run rather than call
+an unread list read (``last_page_may_be_full = true`` where the API ends lists that way).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
+from urllib.parse import urljoin
 
 from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
 from connectors.errors import ConfigError, MalformedResponseError, UnsupportedError
@@ -93,18 +102,22 @@ class GenericConnector:
     def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
         cfg = self.cfg
         position: dict[str, Any] = {} if options.full else dict(cursor or {})
-        url: str = position.get("next") or self.list_url
+        url: str = (
+            position.get("next") if cfg.cursor_style in ("link", "next_url") else None
+        ) or self.list_url
         params: dict[str, Any] = {cfg.limit_param: self.page_size}
         seen_at_boundary = set(position.get("boundary_ids", []))
         if cfg.cursor_style == "body" and position.get("cursor"):
             params[cfg.cursor_param] = position["cursor"]
+        elif cfg.cursor_style == "last_item" and position.get("after"):
+            params[cfg.cursor_param] = position["after"]
         elif cfg.cursor_style == "since":
             stored = _time(position.get("since"))
             start = stored - options.overlap if stored else options.now - options.initial_lookback
             params[cfg.since_param] = start.isoformat()
         elif cfg.cursor_style == "offset":
             params[cfg.cursor_param] = int(position.get("offset", 0))
-        if position.get("next"):
+        if position.get("next") and cfg.cursor_style in ("link", "next_url"):
             params = {}
 
         def read(response_pair: tuple[Any, Any]) -> tuple[list[Record], bool, dict[str, Any]]:
@@ -173,8 +186,10 @@ class GenericConnector:
     def _next_request(self, url: str, position: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The request for the page after ``position``."""
         cfg = self.cfg
-        if cfg.cursor_style == "link":
+        if cfg.cursor_style in ("link", "next_url"):
             return position["next"], {}
+        if cfg.cursor_style == "last_item":
+            return url, {cfg.limit_param: self.page_size, cfg.cursor_param: position["after"]}
         if cfg.cursor_style == "body":
             return url, {cfg.limit_param: self.page_size, cfg.cursor_param: position["cursor"]}
         if cfg.cursor_style == "since":
@@ -190,20 +205,105 @@ class GenericConnector:
         params: dict[str, Any],
         boundary: set[str],
     ) -> tuple[bool, dict[str, Any]]:
+        """Whether the list is through after this page, and the position to keep: the way on the
+        style gives, read against what the page says of itself (``more_path``/``done_path``)."""
+        cfg = self.cfg
+        if cfg.cursor_style == "since":
+            return self._since(records, position, boundary)
+        onward, keep = self._onward(body, response, records, position)
+        flag = self._more(body)
+        if flag is True and onward is None:
+            raise MalformedResponseError(
+                f"source '{self.source}': {redact_url(str(response.request.url))} says more pages "
+                f"follow ({cfg.more_path or cfg.done_path}) but gives no way to them "
+                f"(cursor_style '{cfg.cursor_style}'{self._expects()})"
+            )
+        # an empty page ends a cursor list (Svix's last iterator); a Link or URL onward from an
+        # empty page is the page guard's to judge (connectors.paging)
+        ended = flag is None and not records and cfg.cursor_style == "body"
+        if flag is False or onward is None or ended:
+            full = len(records) >= self.page_size
+            if flag is None and onward is None and full and not cfg.last_page_may_be_full:
+                raise MalformedResponseError(
+                    f"source '{self.source}': {redact_url(str(response.request.url))} is a full "
+                    f"page ({len(records)} items) that gives no way to the next (cursor_style "
+                    f"'{cfg.cursor_style}'{self._expects()}) and does not say it is the last: "
+                    "check cursor_style and its keys (docs/providers/generic.md), or set "
+                    "last_page_may_be_full = true if the API ends its lists so"
+                )
+            return True, keep
+        return False, onward
+
+    def _expects(self) -> str:
+        cfg = self.cfg
+        return {
+            "link": ": a Link rel=next header",
+            "next_url": f": a URL at '{cfg.next_url_path}'",
+            "body": f": a cursor at '{cfg.cursor_path}'",
+        }.get(cfg.cursor_style, "")
+
+    def _more(self, body: Any) -> bool | None:
+        """What the page says: True, more pages follow; False, it is the last; None: not said."""
+        cfg = self.cfg
+        path, more = (cfg.more_path, True) if cfg.more_path else (cfg.done_path, False)
+        value = json_path_get(body, path) if path else None
+        if not isinstance(value, bool):
+            return None
+        return value if more else not value
+
+    def _onward(
+        self, body: Any, response: Any, records: list[Record], position: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """The position of the next page (None: this page gives no way on), and the position
+        kept when the list is through."""
         cfg = self.cfg
         if cfg.cursor_style == "link":
-            next_url = parse_link_header(response.headers.get("link")).get("next")
-            return (not next_url, {"next": next_url} if next_url else {})
+            link = parse_link_header(response.headers.get("link")).get("next")
+            return ({"next": link} if link else None), {}
+        if cfg.cursor_style == "next_url":
+            assert cfg.next_url_path is not None  # the rule requires it
+            found = self._marker(body, cfg.next_url_path, response)
+            if not isinstance(found, str) or not found:
+                return None, {}
+            return {"next": urljoin(str(response.request.url), found)}, {}
         if cfg.cursor_style == "body":
             assert cfg.cursor_path is not None
-            token = json_path_get(body, cfg.cursor_path)
-            done_flag = json_path_get(body, cfg.done_path) if cfg.done_path else None
-            done = bool(done_flag) if done_flag is not None else not records or token is None
-            keep = token if token is not None else position.get("cursor")
-            return done, ({"cursor": keep} if keep is not None else {})
-        if cfg.cursor_style == "offset":
-            offset = int(position.get("offset", 0)) + len(records)
-            return len(records) < self.page_size, {"offset": offset}
+            token = self._marker(body, cfg.cursor_path, response)
+            keep = token if token not in (None, "") else position.get("cursor")
+            return (
+                {"cursor": token} if token not in (None, "") else None,
+                {"cursor": keep} if keep is not None else {},
+            )
+        if cfg.cursor_style == "last_item":
+            if not records:
+                return None, dict(position)
+            path = cfg.cursor_item_path or cfg.id_path
+            last = json_path_get(records[-1].payload, path)
+            if last is None or isinstance(last, dict | list):
+                raise MalformedResponseError(
+                    f"source '{self.source}': {redact_url(str(response.request.url))} last item "
+                    f"has no '{path}' to continue after"
+                )
+            return {"after": str(last)}, {"after": str(last)}
+        offset = int(position.get("offset", 0)) + len(records)
+        return ({"offset": offset} if records else None), {"offset": offset}
+
+    def _marker(self, body: Any, path: str, response: Any) -> Any:
+        """The way on at ``path``: its value (null on the last page), or a refusal when the page
+        has no such key at all, which is a source configured for another API, not the end."""
+        parent, _, leaf = path.rpartition(".")
+        holder = json_path_get(body, parent) if parent else body
+        if not isinstance(holder, Mapping) or leaf not in holder:
+            raise MalformedResponseError(
+                f"source '{self.source}': {redact_url(str(response.request.url))} has no "
+                f"'{path}' (cursor_style '{self.cfg.cursor_style}'): check cursor_style and its "
+                "keys (docs/providers/generic.md)"
+            )
+        return holder[leaf]
+
+    def _since(
+        self, records: list[Record], position: dict[str, Any], boundary: set[str]
+    ) -> tuple[bool, dict[str, Any]]:
         times = [r.occurred_at for r in records if r.occurred_at is not None]
         if not times:
             return True, dict(position)
@@ -238,10 +338,14 @@ class ListKeys(ProviderKeys):
     type_path: str | None = None
     time_path: str | None = None
     object_id_path: str | None = None
-    cursor_style: Literal["link", "body", "since", "offset"] = "link"
+    cursor_style: Literal["link", "next_url", "body", "last_item", "since", "offset"] = "link"
     cursor_param: str = "cursor"
     cursor_path: str | None = None
+    next_url_path: str | None = None
+    cursor_item_path: str | None = None
     done_path: str | None = None
+    more_path: str | None = None
+    last_page_may_be_full: bool = False
     since_param: str = "since"
     limit_param: str = "limit"
 
@@ -254,6 +358,11 @@ def _build(options: SourceOptions, client: ClientFactory) -> GenericConnector:
 
 
 def _list_rule(values: Mapping[str, Any]) -> str | None:
-    if values.get("cursor_style") == "body" and not values.get("cursor_path"):
+    style = values.get("cursor_style")
+    if style == "body" and not values.get("cursor_path"):
         return "cursor_style 'body' needs key 'cursor_path'"
+    if style == "next_url" and not values.get("next_url_path"):
+        return "cursor_style 'next_url' needs key 'next_url_path'"
+    if values.get("done_path") and values.get("more_path"):
+        return "keys 'done_path' and 'more_path' are two flags for one thing: keep one"
     return None

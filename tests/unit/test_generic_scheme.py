@@ -26,7 +26,10 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "providers" / "generic.md").read_text()
 EXAMPLES = {
     doc["sources"][0]["name"]: doc["sources"][0]
-    for doc in (tomllib.loads(block) for block in re.findall(r"```toml\n(.*?)```", PAGE, re.S))
+    for doc in (
+        tomllib.loads(block)
+        for block in re.findall(r"```toml\n(.*?)```", PAGE.split("### Its list API")[0], re.S)
+    )
 }
 
 
