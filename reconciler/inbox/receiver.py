@@ -120,7 +120,13 @@ def confirm_gates(
 
 
 def _answer(reply: Reply) -> Response:
-    return Response(reply.body, status_code=reply.status, media_type=reply.content_type)
+    # a handshake echoes text its caller chose (Dropbox's unsigned challenge): never sniffed as HTML
+    return Response(
+        reply.body,
+        status_code=reply.status,
+        media_type=reply.content_type,
+        headers={"X-Content-Type-Options": "nosniff"},
+    )
 
 
 def _as_batch(

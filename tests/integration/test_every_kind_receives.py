@@ -156,6 +156,9 @@ def test_handshakes_are_answered_as_each_provider_documents(
     assert wrong.status_code == 403
     dropbox = handshakes.get("/webhooks/dropbox", params={"challenge": "abc123"})
     assert (dropbox.status_code, dropbox.text) == (200, "abc123")
+    # as Dropbox asks: the echo is plain text a browser never sniffs as a page
+    assert dropbox.headers["content-type"].startswith("text/plain")
+    assert dropbox.headers["x-content-type-options"] == "nosniff"
     twitch = _signed(
         handshakes,
         "twitch",

@@ -8,9 +8,8 @@ with):
 - Verification: when a webhook URI is added, Dropbox sends ``GET <uri>?challenge=<text>``; the
   endpoint "should respond by echoing back that challenge parameter", with ``Content-Type:
   text/plain`` and ``X-Content-Type-Options: nosniff`` (the echoed text is chosen by whoever calls
-  the URL). It is not signed. Answered ``200`` with the challenge as ``text/plain`` and logged as a
-  ``handshake``; ``nosniff`` cannot be set: a :class:`connectors.webhooks.Reply` carries no headers
-  (the receiver's own headers apply).
+  the URL). It is not signed. Answered ``200`` with the challenge as ``text/plain`` (the receiver
+  sends every reply a provider asks for with ``nosniff``) and logged as a ``handshake``.
 - Notifications: ``POST`` with ``X-Dropbox-Signature``: "the HMAC-SHA256 of the request body, using
   your app secret as the key", hex; the app secret of the App Console, used as is. No timestamp is
   signed: no replay window. Dropbox expects an answer within 10 seconds.
