@@ -18,6 +18,7 @@ The signed message is a template over those places and ``{body}`` (the raw bytes
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -69,6 +70,7 @@ class Place:
         }.get(self.where, "the body's digest")
 
 
+@functools.lru_cache(maxsize=1024)  # a scheme's places are read on every request: parsed once
 def place(text: str, *, what: str, hash_allowed: bool = False) -> Place:
     """``"header:X-Name"`` → a :class:`Place`, or a SchemeError naming ``what``."""
     if hash_allowed and text == "hash":
@@ -90,6 +92,7 @@ class Part:
     place: Place | None = None
 
 
+@functools.lru_cache(maxsize=256)
 def template(text: str) -> tuple[Part, ...]:
     """The signed-message template, parsed (a SchemeError names an unknown field)."""
     parts: list[Part] = []
