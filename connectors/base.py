@@ -50,6 +50,9 @@ class Record(NamedTuple):
     attempts: tuple[DeliveryAttempt, ...] = ()
 
 
+BEYOND_RETENTION = "beyond_retention"
+
+
 @dataclass(frozen=True)
 class Gap:
     """A stretch of the source's history that can no longer be checked (beyond its retention)."""
@@ -57,6 +60,23 @@ class Gap:
     start: datetime | None
     end: datetime
     reason: str
+    cause: str = BEYOND_RETENTION  # the cause of loss a run reports for it
+
+
+def beyond_retention(
+    start: datetime, now: datetime, retention: timedelta | None, provider: str
+) -> Gap | None:
+    """The part of a window from ``start`` to ``now`` that ``provider`` no longer keeps (None when
+    it keeps all of it): a run reads from the horizon and reports this as its gap."""
+    if retention is None or start >= now - retention:
+        return None
+    days = retention / timedelta(days=1)
+    return Gap(
+        start,
+        now - retention,
+        f"the window starts {start:%Y-%m-%d %H:%M} UTC, before the {days:g} days {provider} "
+        "keeps: events before then cannot be checked",
+    )
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,9 @@ def retry_after_seconds(response: httpx.Response, now: float) -> float | None:
         reset = response.headers.get("x-ratelimit-reset")
         if reset and reset.isdigit():
             return max(0.0, int(reset) - now) + 1.0
+    if response.headers.get("ratelimit-remaining") == "0":
+        # the IETF draft's headers (GoCardless): the reset as seconds to wait, or an HTTP date
+        return parse_retry_after(response.headers.get("ratelimit-reset"), now)
     return None
 
 

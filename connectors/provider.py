@@ -18,6 +18,7 @@ from connectors.http import ProviderClient
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.parsing import ParsedEvent
 from connectors.scheme import Scheme
+from connectors.scheme_check import batch_of_one
 from connectors.webhooks import Verdict, WebhookRequest
 
 # (base URL, headers, where the credentials come from) -> an HTTP client with the retry policy
@@ -127,6 +128,13 @@ class Provider:
     personal_fields: tuple[str, ...] = ()
     # how a stored delivery is signed again; None where hookledger cannot
     sign: Sign | None = None
+    # a provider that signs inside the body (Mailgun's ``signature`` object): (a stored delivery's
+    # body, signing secret, now) -> the same delivery signed afresh, its body changed, no header
+    resign_body: Callable[[bytes, str, float], bytes] | None = None
+    # (a stored event's body) -> the delivery the provider would send for that event alone, where
+    # it is not the stored body and the scheme does not say (``delivery_of``): HubSpot's batch of
+    # one, Mollie's notification naming the payment it stored
+    as_sent: Callable[[bytes], bytes] | None = None
     # the request budget a source of this kind gets unless configured (docs/connectors.md "Request budget"):
     # below the provider's limit, leaving room for the application's own requests
     budget: BudgetSettings = DEFAULT_BUDGET
@@ -161,6 +169,38 @@ class Provider:
     # when it starts and given as ``options.credentials``; API credentials are read only where the
     # API is called
     receive_credentials: tuple[str, ...] = ()
+
+    def delivery_of(self, body: bytes) -> bytes:
+        """A stored event's body as the provider would deliver it alone: one event of a batch as a
+        batch of one (what ``hookledger drill`` re-signs and sends)."""
+        if self.as_sent is not None:
+            return self.as_sent(body)
+        if self.scheme is not None and self.scheme.events:
+            return batch_of_one(self.scheme, body)
+        return body
+
+    @property
+    def resignable(self) -> bool:
+        """hookledger can sign one of its stored deliveries afresh (a drill, a test)."""
+        return self.sign is not None or self.resign_body is not None
+
+    def signed_afresh(
+        self,
+        options: SourceOptions,
+        headers: Mapping[str, str],
+        body: bytes,
+        secret: str,
+        now: float,
+        url: str,
+    ) -> tuple[dict[str, str], bytes]:
+        """A stored delivery signed again with ``secret`` at ``now`` for ``url``: the headers to
+        add and the body to send (changed only where the signature is inside it)."""
+        if self.resign_body is not None:
+            kind = headers.get("content-type") or "application/json"
+            return {"content-type": kind}, self.resign_body(body, secret, now)
+        if self.sign is None:
+            raise ValueError(f"provider {self.kind!r} cannot sign a delivery again")
+        return self.sign(options, headers, body, secret, now, url), body
 
     def __post_init__(self) -> None:
         if (self.confirm is None) != (self.confirm_key is None):

@@ -287,6 +287,17 @@ def read_events(scheme: Scheme, view: _View) -> Verdict:
     return Batch(tuple(batch))
 
 
+def batch_of_one(scheme: Scheme, item: bytes) -> bytes:
+    """One stored item of a batch as a delivery of its own: the list at ``scheme.events`` holding
+    it alone (``$``: the body is the list)."""
+    assert scheme.events is not None
+    document: Any = [json.loads(item)]
+    if scheme.events != "$":
+        for step in reversed(scheme.events.split(".")):
+            document = {step: document}
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
 def _reads_body(scheme: Scheme) -> bool:
     """Whether the event's identity is read from the body's document (else headers or a hash)."""
     if scheme.events:

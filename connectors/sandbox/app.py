@@ -34,7 +34,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -42,7 +42,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from connectors.providers.github.sandbox import GITHUB_RETENTION, GitHubApi
 from connectors.providers.gopay.sandbox import GoPayApi
@@ -50,9 +50,10 @@ from connectors.providers.shopify.sandbox_graphql import POINTS, RESTORE_RATE, S
 from connectors.providers.stripe.sandbox_v2 import StripeV2Api
 from connectors.providers.twilio.sandbox import TwilioApi
 from connectors.sandbox.common import CallWindow, Faults, Keys, Stats
+from connectors.sandbox.standin import Refused, StandIn, stand_in_class, stand_in_kinds
 from connectors.sandbox.world import World
 
-__all__ = ["Faults", "Keys", "Sandbox", "Stats"]
+__all__ = ["Faults", "Keys", "Refused", "Sandbox", "Stats"]
 
 
 def throttled(route: str, wait: float) -> Response:
@@ -99,7 +100,9 @@ class Sandbox(StripeV2Api, GitHubApi, ShopifyGraphQLApi, TwilioApi, GoPayApi):
         github_retention: timedelta = GITHUB_RETENTION,
         shopify_bucket: int = 40,
         shopify_points: tuple[float, float] = (POINTS, RESTORE_RATE),
+        stand_ins: Iterable[str] | None = None,
     ) -> None:
+        """``stand_ins``: the kinds whose list APIs it stands in for (default: every one)."""
         self.world = world
         self.keys = keys or Keys()
         self.faults = faults or Faults()
@@ -117,6 +120,11 @@ class Sandbox(StripeV2Api, GitHubApi, ShopifyGraphQLApi, TwilioApi, GoPayApi):
         self._stripe_cache: tuple[int, list[dict[str, Any]], dict[str, int], list[int]] | None = (
             None
         )
+        # the providers reconciled by their event lists, each under /<kind>/
+        self.stand_ins: dict[str, StandIn] = {
+            kind: stand_in_class(kind)(self)
+            for kind in (stand_in_kinds() if stand_ins is None else stand_ins)
+        }
         self.app = Starlette(
             routes=[
                 Route("/v1/events", self.stripe_list, methods=["GET"]),
@@ -179,6 +187,7 @@ class Sandbox(StripeV2Api, GitHubApi, ShopifyGraphQLApi, TwilioApi, GoPayApi):
                 ),
                 Route("/api/oauth2/token", self.gopay_token, methods=["POST"]),
                 Route("/api/payments/payment/{id}", self.gopay_payment, methods=["GET"]),
+                *(Mount(f"/{kind}", routes=s.routes()) for kind, s in self.stand_ins.items()),
                 Route("/_sandbox/faults", self.set_faults, methods=["POST"]),
                 Route("/_sandbox/stats", self.get_stats, methods=["GET"]),
                 Route("/_sandbox/health", self.health, methods=["GET"]),
@@ -201,6 +210,9 @@ class Sandbox(StripeV2Api, GitHubApi, ShopifyGraphQLApi, TwilioApi, GoPayApi):
                 max(0.0, random.uniform(f.latency_ms - spread, f.latency_ms + spread)) / 1000
             )
         if wait:
+            kind = route.split("/")[1]
+            if kind in self.stand_ins:
+                return self.stand_ins[kind].throttled(wait)
             return throttled(route, wait)
         if f.slow_ms:
             await asyncio.sleep(f.slow_ms / 1000)

@@ -7,8 +7,10 @@ Twilio Message and Call resources.
 
 from __future__ import annotations
 
+import importlib
 import random
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -66,6 +68,8 @@ class World:
     # order are in ``gopay_paths``, one notification each
     gopay_payments: dict[str, dict[str, Any]] = field(default_factory=dict)
     gopay_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # the events of each provider with a stand-in (``connectors.sandbox.standin``), oldest first
+    listed: dict[str, list[Any]] = field(default_factory=dict)
 
     def stripe_event(self, event_id: str) -> dict[str, Any] | None:
         return next((e for e in self.stripe_events if e["id"] == event_id), None)
@@ -364,9 +368,11 @@ def build_world(
     twilio_messages: int = 0,
     twilio_calls: int = 0,
     gopay_payments: int = 0,
+    listed: Mapping[str, int] | None = None,
 ) -> World:
     """A reproducible world: the same seed and ``now`` give the same ids, times and states.
 
+    ``listed``: events per kind with a stand-in (``connectors.sandbox.standin``), in the span.
     ``old_stripe_events`` adds events 31-40 days old: beyond Stripe's 30-day retention, so the
     sandbox will not list them (used to exercise retention gaps).
     """
@@ -390,4 +396,11 @@ def build_world(
         span - timedelta(minutes=15),
     )
     _gopay(world, random.Random(f"{seed}-gopay"), gopay_payments)
+    for kind, count in (listed or {}).items():
+        # a generator per kind: one kind's ids stay as they were when another's count changes
+        stand_in = importlib.import_module(f"connectors.providers.{kind}.standin").STAND_IN
+        history = stand_in.history(
+            random.Random(f"{seed}-{kind}"), count, now - span, span - timedelta(minutes=5)
+        )
+        world.listed[kind] = history
     return world

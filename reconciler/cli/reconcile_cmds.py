@@ -222,6 +222,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(
                 f"{s['source']}: {s['status']}, {s['records_scanned']} records scanned; found: {found}; resolved {s['resolved']}; open now: {open_now}"
             )
+            for gap in s.get("gaps") or ():  # history the provider no longer keeps
+                print(f"  not checked ({gap['cause']}): {gap['reason']}")
             if any(s["found"].values()):  # what this run saw, in the dashboard
                 link = page_url("discrepancies", base, run=s["run_id"], status="all")
                 print(f"  seen by this run: {link}")

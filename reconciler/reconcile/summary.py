@@ -48,6 +48,7 @@ class RunSummary:
                     "start": page.gap.start.isoformat() if page.gap.start else None,
                     "end": page.gap.end.isoformat(),
                     "reason": page.gap.reason,
+                    "cause": page.gap.cause,
                 }
             )
 

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from connectors.base import Page, Record, ScanOptions
+from connectors.base import BEYOND_RETENTION, Page, Record, ScanOptions
 from connectors.errors import (
     AuthError,
     ConfigError,
@@ -184,6 +184,33 @@ def test_stripe_retention_gap_is_reported_not_skipped(
     assert all(p.gap is None for p in pages[1:])
     assert set(ids(pages)) == stripe_retained(box.world)
     assert cursor["checkpoint"] == box.world.stripe_events[-1]["id"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "days"),
+    [
+        ("stripe", {}, 30),
+        ("stripe", {"payload_style": "thin"}, 30),
+        # a base URL other than api.github.com is an Enterprise Server: 7 days
+        ("github", {"repository": "o/r", "hook_id": 1}, 7),
+    ],
+)
+def test_a_first_look_back_longer_than_the_provider_keeps_is_a_gap(
+    sandbox: tuple[Sandbox, RunningServer], kind: str, extra: dict[str, Any], days: int
+) -> None:
+    """A first run asked to look back further than the provider keeps reads what it keeps and says
+    the rest cannot be checked (cause ``beyond_retention``), once, on its first page."""
+    _, server = sandbox
+    pages, _ = scan(
+        connect(source(server.url, kind, **extra)), initial_lookback=timedelta(days=days + 9)
+    )
+    gap = pages[0].gap
+    assert gap is not None and gap.cause == BEYOND_RETENTION and gap.start is not None
+    assert abs((gap.end - gap.start) - timedelta(days=9)) < timedelta(minutes=1)
+    assert f"{days} days" in gap.reason
+    assert all(p.gap is None for p in pages[1:])
+    again, _ = scan(connect(source(server.url, kind, **extra)), initial_lookback=timedelta(days=1))
+    assert all(p.gap is None for p in again)
 
 
 def test_stripe_429_with_retry_after_is_honoured(sandbox: tuple[Sandbox, RunningServer]) -> None:

@@ -35,6 +35,7 @@ from connectors.base import (
     Page,
     Record,
     ScanOptions,
+    beyond_retention,
 )
 from connectors.budget import BudgetSettings
 from connectors.errors import ConfigError, MalformedResponseError, NotFoundError
@@ -177,6 +178,14 @@ class GitHubConnector:
             if stop_at is None
             else None
         )
+        # a first look-back longer than GitHub keeps deliveries: what lies beyond is reported
+        gap = (
+            beyond_retention(
+                options.now - options.initial_lookback, options.now, self._retention, "GitHub"
+            )
+            if stop_at is None and not position.get("next")
+            else None
+        )
         top: int | None = position.get("top")
         url: str = position.get("next") or self.path
         params = None if position.get("next") else {"per_page": self.page_size}
@@ -224,7 +233,10 @@ class GitHubConnector:
                     )
                 else:
                     page_cursor = {"stop_at": stop_at, "top": top, "next": next_url}
-                yield Page(tuple(records), page_cursor, done=done, url=redact_url(request_url))
+                yield Page(
+                    tuple(records), page_cursor, done=done, gap=gap, url=redact_url(request_url)
+                )
+                gap = None
                 if done:
                     return
 

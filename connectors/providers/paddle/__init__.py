@@ -30,6 +30,7 @@ from typing import Any
 from connectors.catalogue import Catalogue, Sample, compact_json, token
 from connectors.declared import declared
 from connectors.options import SourceOptions
+from connectors.providers.paddle.api import BUDGET, build
 from connectors.scheme import Scheme, SignatureList
 
 SCHEME = Scheme(
@@ -111,4 +112,4 @@ def _sample(options: SourceOptions, event_type: str, secret: str) -> Sample:
 
 SAMPLES = Catalogue(("transaction.completed", "customer.created", "subscription.created"), _sample)
 
-PROVIDER = declared("paddle", SCHEME, samples=SAMPLES)
+PROVIDER = declared("paddle", SCHEME, samples=SAMPLES, build=build, budget=BUDGET)

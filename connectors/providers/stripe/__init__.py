@@ -41,6 +41,7 @@ from connectors.base import (
     Page,
     Record,
     ScanOptions,
+    beyond_retention,
 )
 from connectors.budget import BudgetSettings
 from connectors.errors import MalformedResponseError, UnsupportedError
@@ -152,6 +153,10 @@ class StripeConnector:
             yield from self._backfill(position, gap)
             return
         if "since" not in position:
+            # a first look-back longer than Stripe keeps: what lies beyond is reported, not read
+            gap = gap or beyond_retention(
+                options.now - options.initial_lookback, options.now, RETENTION, "Stripe"
+            )
             lookback = min(options.initial_lookback, RETENTION)
             position = {"phase": "backfill", "since": int((options.now - lookback).timestamp())}
         if sliced and not position.get("after"):  # (a sequential backfill under way goes on so)

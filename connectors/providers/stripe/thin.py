@@ -30,6 +30,7 @@ from connectors.base import (
     Page,
     Record,
     ScanOptions,
+    beyond_retention,
 )
 from connectors.errors import UnsupportedError
 from connectors.http import ProviderClient, redact_url, require
@@ -99,9 +100,10 @@ class StripeThinConnector:
     def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
         pos: dict[str, Any] = {} if options.full else dict(cursor or {})
         stored = iso_time(pos.get("since"))
-        horizon = options.now - RETENTION
         since = (stored - options.overlap) if stored else options.now - options.initial_lookback
-        since = max(since, horizon)
+        gap = beyond_retention(since, options.now, RETENTION, "Stripe")
+        if gap is not None:
+            since = gap.end
         newest = pos.get("newest") or pos.get("since")
         first: tuple[str, Any] = (pos["next"], None) if pos.get("next") else self._first(since)
 
@@ -129,7 +131,14 @@ class StripeThinConnector:
                     if page.next
                     else {"since": newest or since.isoformat()}
                 )
-                yield Page(tuple(records), cursor_now, done=not page.next, url=redact_url(page.url))
+                yield Page(
+                    tuple(records),
+                    cursor_now,
+                    done=not page.next,
+                    gap=gap,
+                    url=redact_url(page.url),
+                )
+                gap = None
                 if not page.next:
                     return
 
