@@ -30,6 +30,7 @@ from typing import Any
 from connectors.catalogue import Catalogue, Sample, compact_json, token
 from connectors.declared import declared
 from connectors.options import SourceOptions
+from connectors.providers.chargebee.api import BUDGET, build, rule
 from connectors.scheme import Scheme
 
 SCHEME = Scheme(
@@ -124,4 +125,4 @@ def _sample(options: SourceOptions, event_type: str, secret: str) -> Sample:
 
 SAMPLES = Catalogue(("subscription_created", "payment_succeeded", "customer_changed"), _sample)
 
-PROVIDER = declared("chargebee", SCHEME, samples=SAMPLES)
+PROVIDER = declared("chargebee", SCHEME, samples=SAMPLES, build=build, budget=BUDGET, validate=rule)

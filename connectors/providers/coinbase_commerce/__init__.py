@@ -20,6 +20,7 @@ Facts, each with its source:
   ``event.type``, its time ``event.created_at``, the charge ``event.data.id``; the top-level ``id``
   is kept as the delivery id.
 - **Handshakes.** None.
+- Its events API is read to reconcile: ``connectors.providers.coinbase_commerce.api``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from connectors.catalogue import Catalogue, Sample, compact_json, token
 from connectors.declared import declared
 from connectors.options import SourceOptions
+from connectors.providers.coinbase_commerce.api import BUDGET, build
 from connectors.scheme import Scheme
 
 SCHEME = Scheme(
@@ -104,4 +106,5 @@ SAMPLES = Catalogue(
     ("charge:confirmed", "charge:created", "charge:pending", "charge:failed"), _sample
 )
 
-PROVIDER = declared("coinbase_commerce", SCHEME, samples=SAMPLES)
+# its events API, read to reconcile (connectors.providers.coinbase_commerce.api)
+PROVIDER = declared("coinbase_commerce", SCHEME, samples=SAMPLES, build=build, budget=BUDGET)

@@ -21,6 +21,7 @@ Facts, each with its source:
   (X-Gitlab-Webhook-UUID); https://rubydoc.info/github/gitlabhq/gitlabhq/Gitlab/WebHooks (the header
   names).
 - **No handshake.** GitLab sends no verification request ("Test" sends an ordinary event).
+- **Reconciliation.** The hook's event log (GitLab 17.3+): :mod:`connectors.providers.gitlab.api`.
 - **Official library.** ``python-gitlab`` (8.6.0) manages hooks through the API and does not check
   deliveries: the documentation's comparison is the reference, and the tests check against it.
 
@@ -39,6 +40,7 @@ from connectors import scheme_check
 from connectors.catalogue import Catalogue, Sample, compact_json, token
 from connectors.declared import declared, keys_of
 from connectors.options import SourceOptions
+from connectors.providers.gitlab.api import BUDGET, GitLabKeys, as_delivery, build, rule
 from connectors.scheme import Scheme
 from connectors.webhooks import Verdict, WebhookRequest
 
@@ -129,4 +131,16 @@ def _build(options: SourceOptions, event_type: str, secret: str) -> Sample:
 
 SAMPLES = Catalogue(tuple(_KINDS), _build)
 
-PROVIDER = dataclasses.replace(declared("gitlab", SCHEME, samples=SAMPLES), verify=verify)
+PROVIDER = dataclasses.replace(
+    declared(
+        "gitlab",
+        SCHEME,
+        samples=SAMPLES,
+        build=build,  # the hook's event log (connectors.providers.gitlab.api)
+        budget=BUDGET,
+        keys=GitLabKeys,
+        validate=rule,
+        as_delivery=as_delivery,
+    ),
+    verify=verify,
+)

@@ -33,6 +33,7 @@ from connectors.catalogue import Catalogue, Sample, compact_json
 from connectors.declared import declared
 from connectors.options import SourceOptions
 from connectors.parsing import ParsedEvent, json_path_get, load_json, text_or_none
+from connectors.providers.gocardless.api import BUDGET, build
 from connectors.scheme import Scheme
 from connectors.webhooks import Batch, BatchItem, SignatureError, Verdict, WebhookRequest
 
@@ -144,4 +145,6 @@ def _sample(options: SourceOptions, event_type: str, secret: str) -> Sample:
 
 SAMPLES = Catalogue(("payments.confirmed", "payments.failed", "mandates.cancelled"), _sample)
 
-PROVIDER = dataclasses.replace(declared("gocardless", SCHEME, samples=SAMPLES), verify=verify)
+PROVIDER = dataclasses.replace(
+    declared("gocardless", SCHEME, samples=SAMPLES, build=build, budget=BUDGET), verify=verify
+)

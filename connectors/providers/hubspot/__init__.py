@@ -177,6 +177,7 @@ PROVIDER = Provider(
     "hubspot",
     verify=verify,
     sign=sign,
+    as_sent=lambda body: b"[" + body + b"]",  # a delivery is a JSON array of events
     sensitive_headers=headers_named(SIGNATURE, "X-HubSpot-Signature"),
     fingerprint_ignore=("attemptNumber",),
     samples=SAMPLES,

@@ -20,9 +20,11 @@ Facts, each with its source:
   ``opened``, ``failed``, …), ``event-data.timestamp`` its time (Unix seconds with a fraction)
   (https://documentation.mailgun.com/docs/mailgun/user-manual/webhooks/webhook-payloads). The
   message it is about: ``event-data.message.headers.message-id``.
-- No handshake. Mailgun has no official Python library that verifies webhooks: the tests follow the
-  documentation's example (the Python snippet of the same page: ``hmac.new(key, timestamp + token,
-  sha256).hexdigest()``).
+- No handshake. The tests follow the documentation's example (the Python snippet of the same page:
+  ``hmac.new(key, timestamp + token, sha256).hexdigest()``), and Mailgun's official SDK (``mailgun``
+  1.10.0, https://github.com/mailgun/mailgun-python: ``SecurityGuard.verify_webhook``, 900 s by
+  default) accepts what hookledger signs (tests/integration/test_mailgun_list.py).
+- Its events API is read to reconcile: ``connectors.providers.mailgun.api``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from connectors.declared import declared, keys_of
 from connectors.options import SourceOptions
 from connectors.parsing import epoch_time, json_path_get, load_json
 from connectors.provider import Provider
+from connectors.providers.mailgun.api import BUDGET, MailgunKeys, build, rule
 from connectors.scheme import Scheme
 from connectors.webhooks import ParsedEvent, Verdict, WebhookRequest
 
@@ -79,26 +82,24 @@ _RECIPIENT = "alice@example.com"
 _DOMAIN = "mg.example.com"
 
 
-def _sample(options: SourceOptions, event_type: str, secret: str) -> Sample:
-    now = time.time()
-    event_id = uuid.uuid4().hex[:22]
-    message_id = (
-        f"{time.strftime('%Y%m%d%H%M%S', time.gmtime(now))}.{uuid.uuid4().hex[:16]}@{_DOMAIN}"
-    )
+def event_data(
+    event_type: str, event_id: str, moment: float, message_id: str, recipient: str = _RECIPIENT
+) -> dict[str, Any]:
+    """An event as Mailgun shows it: a webhook's ``event-data``, an item of its events API."""
     event: dict[str, Any] = {
         "id": event_id,
-        "timestamp": round(now, 6),
+        "timestamp": round(moment, 6),
         "log-level": "info",
         "event": event_type,
-        "recipient": _RECIPIENT,
-        "recipient-domain": "example.com",
+        "recipient": recipient,
+        "recipient-domain": recipient.partition("@")[2],
         "tags": ["sample"],
         "user-variables": {},
         "flags": {"is-authenticated": True, "is-test-mode": False},
-        "envelope": {"sender": f"bob@{_DOMAIN}", "transport": "smtp", "targets": _RECIPIENT},
+        "envelope": {"sender": f"bob@{_DOMAIN}", "transport": "smtp", "targets": recipient},
         "message": {
             "headers": {
-                "to": _RECIPIENT,
+                "to": recipient,
                 "message-id": message_id,
                 "from": f"Bob <bob@{_DOMAIN}>",
                 "subject": "A sample from hookledger",
@@ -126,23 +127,48 @@ def _sample(options: SourceOptions, event_type: str, secret: str) -> Sample:
             "description": "",
             "attempt-no": 1,
         }
-    elif event_type == "opened":
+    elif event_type in ("opened", "clicked"):
         event |= {
             "ip": "203.0.113.7",
             "geolocation": {"country": "US", "region": "CA", "city": "San Francisco"},
             "client-info": {"client-type": "mobile browser", "client-os": "iOS"},
         }
+    return event
+
+
+def signed_block(secret: str, now: float, token: str | None = None) -> dict[str, str]:
+    """A delivery's ``signature`` object: a fresh 50-character token and its signature."""
     stamp = str(int(now))
-    token = (uuid.uuid4().hex + uuid.uuid4().hex)[:50]
-    signed = {"token": token, "timestamp": stamp, "signature": signature(secret, stamp, token)}
-    body = compact_json({"signature": signed, "event-data": event})
+    token = token or (uuid.uuid4().hex + uuid.uuid4().hex)[:50]
+    return {"token": token, "timestamp": stamp, "signature": signature(secret, stamp, token)}
+
+
+def signed_again(body: bytes, secret: str, now: float) -> bytes:
+    """A delivery's body with its ``signature`` object made afresh: Mailgun signs in the body, so
+    sending a stored delivery again (a test, a drill) changes the body, not a header."""
+    document = load_json(body, required=True)
+    if not isinstance(document, dict) or not isinstance(document.get("event-data"), dict):
+        raise ValueError("not a Mailgun delivery: no event-data")
+    return compact_json(
+        {"signature": signed_block(secret, now), "event-data": document["event-data"]}
+    )
+
+
+def _sample(options: SourceOptions, event_type: str, secret: str) -> Sample:
+    now = time.time()
+    event_id = uuid.uuid4().hex[:22]
+    message_id = (
+        f"{time.strftime('%Y%m%d%H%M%S', time.gmtime(now))}.{uuid.uuid4().hex[:16]}@{_DOMAIN}"
+    )
+    event = event_data(event_type, event_id, now, message_id)
+    body = compact_json({"signature": signed_block(secret, now), "event-data": event})
     return Sample(event_id, body, {"content-type": "application/json"})
 
 
 SAMPLES = Catalogue(("delivered", "opened", "failed"), _sample)
 
-# the signature is in the body: hookledger cannot sign a stored delivery again (sign is None), the
-# samples are signed as they are built
+# the signature is in the body: a stored delivery is signed again by a new ``signature`` object
+# (resign_body), not a header (sign is None); the samples are signed as they are built
 PROVIDER: Provider = dataclasses.replace(
     declared(
         "mailgun",
@@ -150,6 +176,14 @@ PROVIDER: Provider = dataclasses.replace(
         samples=SAMPLES,
         # recipients and their addresses, at any depth (the dashboard masks them unless told)
         personal_fields=("recipient", "to", "from", "targets", "subject", "ip"),
+        # its events API, read to reconcile (connectors.providers.mailgun.api)
+        build=build,
+        budget=BUDGET,
+        keys=MailgunKeys,
+        validate=rule,
+        resign_body=signed_again,
+        # a retry signed afresh is the same event: its signature is no part of the content
+        fingerprint_ignore=("signature",),
     ),
     verify=_verify,
 )

@@ -25,23 +25,20 @@ Facts (with sources):
 
 There is nothing to verify, so no official library can cross-check a signature; the tests read the
 stand-in API's answer with ``mollie-api-python`` as well, to agree on the payment's id and status.
+A reconciliation lists the payments (``api.MolliePayments``, facts and sources there).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from connectors.errors import ConfigError, NotFoundError, RejectedDelivery
+from connectors.errors import NotFoundError, RejectedDelivery, UnsupportedError
 from connectors.options import SourceOptions
-from connectors.provider import ClientFactory, Provider
-from connectors.providers.mollie.connector import (
-    DEFAULT_BASE_URL,
-    MollieConnector,
-    payment_record,
-)
+from connectors.provider import Provider
+from connectors.providers.mollie.api import BUDGET, MolliePayments, build
+from connectors.providers.mollie.connector import PAYMENT_ID, MollieConnector, payment_record
 from connectors.scheme import Scheme
 from connectors.webhooks import (
     BadPayload,
@@ -54,9 +51,9 @@ from connectors.webhooks import (
     required_id,
 )
 
-PAYMENT_ID = re.compile(r"tr_[A-Za-z0-9]{1,64}")
 SCHEME: Scheme | None = None  # nothing is signed: each notification is confirmed by Mollie's API
 SAMPLES = None  # a notification is only as good as the payment Mollie's API shows
+FORM = "application/x-www-form-urlencoded"
 
 
 def rule(values: Mapping[str, Any]) -> str | None:
@@ -115,19 +112,47 @@ def _unsigned(options: SourceOptions, request: WebhookRequest, secrets: tuple[st
     raise SignatureError("a Mollie webhook is confirmed through Mollie's API")
 
 
-def build(options: SourceOptions, client: ClientFactory) -> MollieConnector:
-    if not options.api_key:
-        raise ConfigError(f"source '{options.name}': Mollie needs api_key_env set")
-    headers = {"Authorization": f"Bearer {options.api_key}"}
-    return MollieConnector(
-        options.name, client(options.base_url or DEFAULT_BASE_URL, headers, options.hint())
-    )
+def _notification_of(body: bytes) -> bytes:
+    """A stored event (the payment Mollie showed) as the notification Mollie sent for it:
+    ``id=tr_…``, all a drill can send again (the receiver reads the payment afresh)."""
+    try:
+        payment = json.loads(body)
+    except ValueError:
+        return body
+    pid = payment.get("id") if isinstance(payment, dict) else None
+    return f"id={pid}".encode() if isinstance(pid, str) and PAYMENT_ID.fullmatch(pid) else body
+
+
+def _sent_again(
+    options: SourceOptions,
+    headers: Mapping[str, str],
+    body: bytes,
+    secret: str,
+    now: float,
+    url: str,
+) -> dict[str, str]:
+    """A notification sent again (the sandbox, a drill: ``_notification_of``) is signed by nothing:
+    it goes as ``id=tr_…`` and the receiver confirms it through Mollie's API. A stored event's body
+    as it is (the payment's JSON) is no notification: refused."""
+    try:
+        fields = form_fields(body)
+    except ValueError:
+        fields = {}
+    if not isinstance(fields.get("id"), str) or not PAYMENT_ID.fullmatch(str(fields["id"])):
+        raise UnsupportedError(
+            "a stored Mollie event is the payment Mollie's API showed, not its notification "
+            "(id=tr_…): it cannot be sent again"
+        )
+    return {"content-type": FORM}
 
 
 PROVIDER = Provider(
     "mollie",
     verify=_unsigned,
     build=build,
+    budget=BUDGET,
+    sign=_sent_again,
+    as_sent=_notification_of,
     validate=rule,
     signed_with_secret=False,
     methods=("POST",),
@@ -139,4 +164,12 @@ PROVIDER = Provider(
     fingerprint_ignore=("_links", "details", "isCancelable", "settlementId", "settlementAmount"),
 )
 
-__all__ = ["PROVIDER", "SCHEME", "MollieConnector", "confirm", "payment_id_of", "payment_record"]
+__all__ = [
+    "PROVIDER",
+    "SCHEME",
+    "MollieConnector",
+    "MolliePayments",
+    "confirm",
+    "payment_id_of",
+    "payment_record",
+]

@@ -1,21 +1,22 @@
-"""Mollie's payments API as the receiver and the reconciler use it: one payment read by id with the
-source's API key (``Authorization: Bearer live_…``/``test_…``)."""
+"""Mollie's payments API as the receiver uses it: one payment read by id with the source's API key
+(``Authorization: Bearer live_…``/``test_…``). A reconciliation lists them: ``api.MolliePayments``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Mapping
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from connectors.base import Access, Capabilities, Cursor, Listing, Page, Record, ScanOptions
+from connectors.base import Access, Capabilities, Listing, Record
 from connectors.errors import MalformedResponseError, NotFoundError, UnsupportedError
 from connectors.http import ProviderClient, redact_url
 from connectors.webhooks import iso_time
 
 DEFAULT_BASE_URL = "https://api.mollie.com"
+PAYMENT_ID = re.compile(r"tr_[A-Za-z0-9]{1,64}")  # a payment's id: ASCII letters and digits
 PAYMENT_PATH = "/v2/payments/{id}"
-PAGE_SIZE = 100  # payments read back per page of a reconciliation
 # the time of each status, where the payment carries one
 STATUS_TIME = {
     "open": "createdAt",
@@ -74,7 +75,7 @@ def payment_record(payment: Mapping[str, Any]) -> Record:
 
 
 class MollieConnector:
-    # reads payments back one by one (the receiver's confirmations, and a reconciliation's)
+    # reads payments one by one (the receiver's confirmations); api.MolliePayments lists them
     capabilities = Capabilities(lists_events=False)
     listing = Listing()
 
@@ -106,20 +107,6 @@ class MollieConnector:
                 "(no id and status)"
             )
         return body
-
-    def pages(self, cursor: Cursor | None, options: ScanOptions) -> Iterator[Page]:
-        """Each payment the inbox knows within the window, read back."""
-        known = options.known_objects() if options.known_objects else iter(())
-        batch: list[Record] = []
-        for payment_id in known:
-            try:
-                batch.append(payment_record(self.payment(payment_id)))
-            except NotFoundError:
-                continue
-            if len(batch) == PAGE_SIZE:
-                yield Page(tuple(batch), {}, done=False, url=PAYMENT_PATH)
-                batch = []
-        yield Page(tuple(batch), {}, done=True, url=PAYMENT_PATH)
 
     def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
         if object_type != "payment":

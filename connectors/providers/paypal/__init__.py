@@ -25,11 +25,15 @@ Facts (with sources):
 - Identity: the event's ``id`` (``WH-…``), type ``event_type`` (``PAYMENT.CAPTURE.COMPLETED``),
   time ``create_time``, the object ``resource_type`` / ``resource.id``; the delivery id is the
   transmission id. https://developer.paypal.com/api/rest/webhooks/event-names/
+- Reconciliation: the app's webhook events, ``GET /v1/notifications/webhooks-events``
+  (:mod:`connectors.providers.paypal.api`).
 
-The official Python library, ``paypal-server-sdk`` (2.4.0), has no webhook verification (its
+The official Python library, ``paypal-server-sdk`` (2.4.0), has no webhook calls at all (its
 controllers are OAuth, orders, payments, subscriptions, transaction search and vault); the
-deprecated ``paypalrestsdk`` (1.13.3) self-verifies with pyOpenSSL. The tests stand in for PayPal's
-API with ``httpx.MockTransport``, with a real delivery from PayPal's PHP SDK sample.
+deprecated ``paypalrestsdk`` (1.13.3) self-verifies with pyOpenSSL and lists webhook events
+(``WebhookEvent.all``). The unit tests stand in for PayPal's API with ``httpx.MockTransport``, with a
+real delivery from PayPal's PHP SDK sample; the sandbox's stand-in (``standin.py``) signs its own
+deliveries and verifies them as PayPal's verify call does.
 """
 
 from __future__ import annotations
@@ -43,10 +47,11 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from connectors.budget import BudgetSettings
 from connectors.errors import ConfigError
 from connectors.options import ProviderKeys, SourceOptions
 from connectors.provider import ClientFactory, Provider, headers_named
-from connectors.providers.paypal.connector import DEFAULT_BASE_URL, PayPalConnector
+from connectors.providers.paypal.api import DEFAULT_BASE_URL, PayPalConnector
 from connectors.scheme import Scheme
 from connectors.webhooks import (
     BadPayload,
@@ -189,12 +194,18 @@ def build(options: SourceOptions, client: ClientFactory) -> PayPalConnector:
             f"source '{options.name}': PayPal needs webhook_id, client_id_env and "
             "client_secret_env (or api_key_env)"
         )
+    base_url = options.base_url or DEFAULT_BASE_URL
+    named = [f"${name}" for name in (keys.client_id_env, keys.client_secret_env) if name]
+    if not keys.client_secret_env and options.api_key_env:
+        named.append(f"${options.api_key_env}")
     return PayPalConnector(
         options.name,
-        client(options.base_url or DEFAULT_BASE_URL, {}, "the credentials in client_*_env"),
+        client(base_url, {}, f"the OAuth client in {' and '.join(named) or 'client_*_env'}"),
         client_id=client_id,
         client_secret=secret,
         webhook_id=keys.webhook_id,
+        base_url=base_url,
+        page_size=options.page_size,
     )
 
 
@@ -209,6 +220,9 @@ PROVIDER = Provider(
     confirm=confirm,
     confirm_key=transmission_id,
     samples=SAMPLES,
+    # PayPal publishes no rate limit (https://developer.paypal.com/api/rate-limiting): the pace the
+    # receiver's verify calls had before the list was read, shared with the list's scans
+    budget=BudgetSettings(rate=10.0, concurrency=4),
     tolerance=0,
 )
 

@@ -30,6 +30,9 @@ Facts, with their sources:
 The header is positional, which :class:`connectors.scheme.SignatureList` (``k=v`` items) cannot
 say: :func:`as_listed` rewrites it as ``t=<timestamp>,v1=<sig1>,v1=<sig2>`` and
 :mod:`connectors.scheme_check` does the rest; :func:`sign` writes Recurly's form back.
+
+A reconciliation lists accounts, subscriptions and invoices by ``updated_at``, judged by object
+(``api.RecurlyObjects``: what it can and cannot find, with sources, is said there).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from connectors.catalogue import Catalogue, Sample, compact_json
 from connectors.declared import declared
 from connectors.options import SourceOptions
 from connectors.parsing import ParsedEvent
+from connectors.providers.recurly.api import BUDGET, RecurlyKeys, build, rule
 from connectors.scheme import Scheme, SignatureList
 from connectors.webhooks import SignatureError, Verdict, WebhookRequest
 
@@ -134,5 +138,15 @@ def _sample(options: SourceOptions, event_type: str, secret: str) -> Sample:
 SAMPLES = Catalogue(("account.created", "account.updated"), _sample)
 
 PROVIDER = dataclasses.replace(
-    declared("recurly", SCHEME, samples=SAMPLES), verify=verify, sign=sign
+    declared(
+        "recurly",
+        SCHEME,
+        samples=SAMPLES,
+        build=build,
+        budget=BUDGET,
+        keys=RecurlyKeys,
+        validate=rule,
+    ),
+    verify=verify,
+    sign=sign,
 )

@@ -20,6 +20,7 @@ Facts, each with its source:
   webhooks/step2subscribe): the event is ``event_id`` (a retry carries the same one), its type
   ``type``, its time ``created_at``, the object ``data.type`` / ``data.id``.
 - **Handshakes.** None.
+- **Reconciliation.** Square's Events API (``POST /v2/events``): :mod:`connectors.providers.square.api`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from connectors.catalogue import Catalogue, Sample, compact_json, token
 from connectors.declared import declared
 from connectors.options import SourceOptions
+from connectors.providers.square.api import BUDGET, build
 from connectors.scheme import Scheme
 
 SCHEME = Scheme(
@@ -114,4 +116,4 @@ def _sample(options: SourceOptions, event_type: str, secret: str) -> Sample:
 
 SAMPLES = Catalogue(("payment.updated", "refund.created", "customer.created"), _sample)
 
-PROVIDER = declared("square", SCHEME, samples=SAMPLES)
+PROVIDER = declared("square", SCHEME, samples=SAMPLES, build=build, budget=BUDGET)

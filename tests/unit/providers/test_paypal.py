@@ -296,6 +296,7 @@ def test_the_configuration_rule_and_the_provider() -> None:
     assert paypal.rule(good) is not None
     assert paypal.rule({"kind": "paypal", "client_id_env": "A", "api_key_env": "B"}) is not None
     assert paypal.rule({"kind": "gopay"}) is None
+    # only PayPal signs (with its own key): hookledger sends none of its deliveries again itself
     assert PROVIDER.samples is None and PROVIDER.sign is None and not PROVIDER.signed_with_secret
     assert PROVIDER.sensitive_headers(options()) == frozenset({"paypal-transmission-sig"})
     with pytest.raises(SignatureError):
