@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from reconciler.config import Settings, load_config
 from reconciler.demo import handlers, report, serving, truth, waits
 from reconciler.demo.business import invoices, ledger, metadata, orders
 from reconciler.demo.day import SLOT, Day, SteppedClock, arrival_times, day_ending
+from reconciler.demo.listed import LISTED, listed_webhooks
 from reconciler.demo.mailer import Mailer
 from reconciler.demo.ops_channel import OpsChannel
 from reconciler.demo.workspace import DEMO_ENV, prepare_workspace
@@ -72,6 +73,8 @@ log = logging.getLogger(__name__)
 __all__ = ["DEMO_ENV", "DemoOptions", "DemoResult", "run_demo"]
 
 FAULTS = DeliveryFaults(drop=0.03, duplicate=0.05, reorder=0.05, delay=0.03)
+# a list of a few dozen events: one surely dropped, more repeated and swapped
+LISTED_FAULTS = replace(FAULTS, duplicate=0.15, reorder=0.2, drop_first=1)
 
 
 @dataclass(frozen=True)
@@ -303,10 +306,15 @@ def _run_demo(opts: DemoOptions) -> DemoResult:
         shopify_orders=n * 15 // 100,
         github_failure_rate=0.0,  # GitHub's log will record exactly what the sender dropped
         twilio_messages=max(5, n // 40),
+        listed={kind: max(20, n // 40) for kind in LISTED},
     )
     hooks = _webhooks(world, settings, opts.seed)
+    hooks |= listed_webhooks(
+        world, settings, f"http://{settings.receiver.host}:{settings.receiver.port}"
+    )
     plans: dict[str, tuple[list[Webhook], Report]] = {
-        name: plan(h, FAULTS, seed=opts.seed * 31 + i) for i, (name, h) in enumerate(hooks.items())
+        name: plan(h, LISTED_FAULTS if name in LISTED else FAULTS, seed=opts.seed * 31 + i)
+        for i, (name, h) in enumerate(hooks.items())
     }
     reports = {name: r for name, (_, r) in plans.items()}  # what the reconciliation must find
     extra = _receive_only_webhooks(settings, opts.seed, n)

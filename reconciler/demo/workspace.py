@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from connectors.sandbox.world import TWILIO_ACCOUNT
+from reconciler.demo.listed import listed_config, listed_env
 
 # Demo credentials: not secrets (the sandbox accepts only these), still passed through the
 # environment like real ones, so the config file has none.
@@ -22,6 +23,7 @@ DEMO_ENV = {
     "HOOKLEDGER_DEMO_MAILER_SECRET": "whsec_aG9va2xlZGdlci1kZW1vLW1haWxlci1zZWNyZXQtMzI=",
     # hookledger signs the notifications it sends to the demo's stand-in ops channel
     "HOOKLEDGER_DEMO_NOTIFY_SECRET": "whsec_aG9va2xlZGdlci1kZW1vLW9wcy1jaGFubmVsLXNlY3JldA==",
+    **listed_env(),
 }
 
 CONFIG = """\
@@ -173,6 +175,7 @@ def prepare_workspace(
             dashboard_port=dashboard_port,
             twilio_account=TWILIO_ACCOUNT,
         )
+        + listed_config(sandbox_url)
     )
     env_lines = [f"{k}={v}" for k, v in DEMO_ENV.items()]
     env_lines.append(f"HOOKLEDGER_DEMO_DIR={directory.as_posix()}")

@@ -374,8 +374,8 @@ def drill_target(
     reference_url = reference_url or settings.business.url
     if not reference_url:
         raise ConfigError("--reference-url: needed when [business] url is not set")
-    sign = provider(source.kind).sign
-    if sign is None:
+    sender = provider(source.kind)
+    if not sender.resignable:
         raise ActionRefusedError(f"source kind '{source.kind}' cannot be re-signed")
     secret = source.signing_secrets()[0]
     from reconciler.sources import options_of
@@ -399,9 +399,12 @@ def drill_target(
                 event = events[i]
                 if event.object_id:
                     keys.add(event.object_id)
-                headers = sign(options, event.headers, event.body, secret, clock(), url)
+                # one event of a batch goes as a batch of one, as its provider would send it
+                headers, body = sender.signed_afresh(
+                    options, event.headers, sender.delivery_of(event.body), secret, clock(), url
+                )
                 try:
-                    answer = http.post(url, content=event.body, headers=headers)
+                    answer = http.post(url, content=body, headers=headers)
                 except httpx.HTTPError as exc:
                     raise ActionRefusedError(
                         f"--target {target}: cannot be reached ({exc.__class__.__name__})"
