@@ -27,6 +27,7 @@ from connectors.sandbox.world import build_world
 from reconciler.config import parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import RunningServer, start_server
+from tests.strategies import JSON_VALUES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -157,13 +158,7 @@ def test_a_reconciled_source_names_its_site() -> None:
     assert parse_settings({"sources": [receive_only]}, "<test>").sources[0].kind == "chargebee"
 
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=12,
-)
+_JSON = JSON_VALUES
 _EVENT = st.fixed_dictionaries(
     {},
     optional={

@@ -27,6 +27,7 @@ from connectors.sandbox.world import build_world
 from reconciler.config import parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import RunningServer, start_server
+from tests.strategies import JSON_VALUES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 HEADERS = {"X-CC-Api-Key": API_KEY, "X-CC-Version": "2018-03-22"}
@@ -140,15 +141,7 @@ def test_a_charges_current_state_is_its_newest_event(
         c.close()
 
 
-ITEM = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)  # JSON holds no NaN
-    | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
-    max_leaves=8,
-)
+ITEM = JSON_VALUES
 SHAPED = st.fixed_dictionaries(
     {"id": ITEM, "type": ITEM, "created_at": ITEM, "data": ITEM}, optional={"extra": ITEM}
 )

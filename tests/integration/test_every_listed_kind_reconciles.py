@@ -111,20 +111,31 @@ def named(row: Any) -> tuple[str, str]:
     return str(row.kind), str(row.object_id if business else row.record_key)
 
 
+@pytest.fixture
+def business(kind: str, engine: Engine) -> Iterator[Table]:
+    """The kind's business table, dropped afterwards: the tests of one session share a PostgreSQL
+    schema, which the migrations' test compares with the models."""
+    table = Table(
+        f"listed_{kind}", MetaData(), Column("object_id", String(80)), Column("status", String(40))
+    )
+    table.drop(engine, checkfirst=True)
+    table.create(engine)
+    yield table
+    table.drop(engine, checkfirst=True)
+
+
 def test_withheld_duplicated_diverged_and_late_are_found_exactly(
-    kind: str, box: tuple[Sandbox, RunningServer], db_url: str, engine: Engine, serve: Any
+    kind: str,
+    box: tuple[Sandbox, RunningServer],
+    business: Table,
+    db_url: str,
+    engine: Engine,
+    serve: Any,
 ) -> None:
     sandbox, server = box
     stand_in = stand_in_class(kind)
     history = sandbox.world.listed[kind]
-    table = Table(
-        f"listed_{kind}",  # the kinds share a PostgreSQL schema within a session
-        MetaData(),
-        Column("object_id", String(80)),
-        Column("status", String(40)),
-    )
-    table.drop(engine, checkfirst=True)
-    table.create(engine)
+    table = business
     settings = parse_settings(
         {
             "database": {"url": db_url},

@@ -52,6 +52,7 @@ from reconciler.sources import build_connector, options_of
 from reconciler.storage.models import DISCREPANCIES
 from tests.conftest import RunningServer, start_server
 from tests.integration.test_every_listed_kind_reconciles import deliver, environment, source_entry
+from tests.strategies import JSON_VALUES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 EVENTS = f"/projects/{quote(PROJECT_PATH, safe='')}/hooks/{HOOK_ID}/events"
@@ -283,13 +284,7 @@ def test_a_log_from_before_17_4_is_named_by_its_event_uuid() -> None:
     assert (attempt.attempt_id, attempt.ok, attempt.status_code) == ("9", False, None)
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+JSON = JSON_VALUES
 HEADERS = st.dictionaries(
     st.sampled_from(["Idempotency-Key", "X-Gitlab-Event-UUID", "X-Gitlab-Event", "x"]), JSON
 )

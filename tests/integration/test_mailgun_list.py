@@ -34,6 +34,7 @@ from reconciler.config import parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import RunningServer, start_server
 from tests.integration import test_every_listed_kind_reconciles as scenario
+from tests.strategies import JSON_VALUES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 AUTH = ("api", API_KEY)
@@ -159,15 +160,7 @@ def test_mailguns_documented_paging_is_kept(
     assert wrong.status_code == 401 and wrong.text == "Forbidden"
 
 
-ITEM = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)  # JSON holds no NaN
-    | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
-    max_leaves=8,
-)
+ITEM = JSON_VALUES
 SHAPED = st.fixed_dictionaries(
     {"id": ITEM, "event": ITEM, "timestamp": ITEM, "message": ITEM},
     optional={"extra": ITEM},

@@ -35,6 +35,7 @@ from connectors.webhooks import SignatureError
 from reconciler.config import parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import RunningServer, start_server
+from tests.strategies import JSON_VALUES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 SINCE = NOW - timedelta(days=2)
@@ -213,17 +214,7 @@ def test_a_next_link_elsewhere_is_refused_and_its_escaped_ampersands_are_read() 
         c.close()
 
 
-_JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=12,
-)
+_JSON = JSON_VALUES
 _EVENTISH = st.fixed_dictionaries(
     {},
     optional={

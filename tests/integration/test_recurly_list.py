@@ -30,6 +30,7 @@ from connectors.sandbox.world import build_world
 from reconciler.config import parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import RunningServer, start_server
+from tests.strategies import JSON_VALUES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 SINCE = NOW - timedelta(days=2)
@@ -183,13 +184,7 @@ def test_the_lists_key_is_checked() -> None:
 
 # hostile list items ------------------------------------------------------------------------------
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+JSON = JSON_VALUES
 TIMES = st.datetimes(timezones=st.timezones()).map(lambda d: d.isoformat()) | JSON
 ITEMS = (
     st.fixed_dictionaries(

@@ -28,6 +28,7 @@ from connectors.sandbox.world import build_world
 from reconciler.config import parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import RunningServer, start_server
+from tests.strategies import JSON_VALUES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 SINCE = NOW - timedelta(days=2)
@@ -169,13 +170,7 @@ def test_a_cursor_is_refused_with_another_query_and_after_five_minutes(
     ]
 
 
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=12,
-)
+_JSON = JSON_VALUES
 _EVENTISH = st.fixed_dictionaries(
     {},
     optional={
