@@ -21,6 +21,7 @@ from connectors.sandbox.sender import (
     shopify_webhooks,
     stripe_webhooks,
 )
+from connectors.sandbox.standin import stand_in_class, stand_in_kinds
 from connectors.sandbox.world import World, build_world
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class SendPlan:
 
 # the kinds whose webhooks the sandbox can send
 SENDS = ("stripe", "github", "shopify")
+LISTED_EVENTS = 100  # each stand-in's history: events over the last day
 
 
 def deliver_all(world: World, send_plan: SendPlan, client: httpx.Client) -> dict[str, Any]:
@@ -85,7 +87,8 @@ def serve(
 ) -> None:
     import uvicorn
 
-    world = build_world(seed)
+    listed = stand_in_kinds()
+    world = build_world(seed, listed=dict.fromkeys(listed, LISTED_EVENTS))
     box = Sandbox(world, faults=Faults(latency_ms=latency_ms, rate_limit=rate_limit))
     if send_plan is not None:
 
@@ -103,6 +106,10 @@ def serve(
         f"sandbox provider on http://{host}:{port} (seed {seed}); API keys: sk_test_sandbox, ghp_sandbox, shpat_sandbox",
         flush=True,
     )
+    for kind in listed:  # each list API under /<kind>/, with the credentials its stand-in takes
+        credentials = stand_in_class(kind).credentials.items()
+        keys = ", ".join(f"{k.removesuffix('_env')} {v}" for k, v in credentials)
+        print(f"  {kind}: base_url http://{host}:{port}/{kind} ({keys})", flush=True)
     uvicorn.run(
         box.app, host=host, port=port, log_level=log_level, access_log=False, log_config=None
     )
