@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, select
 
 from connectors.parsing import ParsedEvent
+from connectors.providers.paddle.standin import API_KEY as PADDLE_KEY
 from connectors.providers.stripe.signature import parse_stripe
 from reconciler.cli.main import main
 from reconciler.inbox.store import IncomingEvent, store_items
@@ -309,6 +310,12 @@ signing_secret_env = "T_SHOPIFY_SECRET"
             headers={"Authorization": "Bearer sk_test_sandbox"},
         ).json()
         assert len(events["data"]) == 3 and events["has_more"] is True
+        # every stand-in's list has a day of events (Paddle's, as one of them)
+        paddle = httpx.get(
+            f"http://127.0.0.1:{sandbox_port}/paddle/events?per_page=200",
+            headers={"Authorization": f"Bearer {PADDLE_KEY}"},
+        ).json()
+        assert len(paddle["data"]) == 100 and paddle["meta"]["pagination"]["has_more"] is False
         deadline = time.monotonic() + 60
         while not report_path.exists():
             assert time.monotonic() < deadline and sandbox.poll() is None
