@@ -115,7 +115,9 @@ def register(sub: Any, parent: argparse.ArgumentParser) -> None:
     p.add_argument("event_id", metavar="EVENT_ID")
     p.add_argument("--source", required=True)
     p.add_argument(
-        "--redeliver", action="store_true", help="GitHub: ask GitHub to send it again instead"
+        "--redeliver",
+        action="store_true",
+        help="ask the provider to send it again instead (GitHub, GitLab, PayPal)",
     )
     p.add_argument("--reason")
     p.add_argument("--actor")
