@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import bisect
 import fnmatch
+import re
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +17,14 @@ from connectors.sandbox.common import SandboxState
 
 STRIPE_RETENTION = timedelta(days=30)
 
+# GET /v1/events' parameters (https://docs.stripe.com/api/events/list): an array in any encoding
+# the official libraries send (types[]=…, types[0]=…, types=… repeated), created as a value or a
+# range, and expand (every list takes it)
+_LIST_PARAM = re.compile(
+    r"limit|starting_after|ending_before|type|types(\[\d*\])?|created(\[(gt|gte|lt|lte)\])?"
+    r"|delivery_success|expand(\[\d*\])?"
+)
+
 
 STRIPE_OBJECT_PATHS = {
     "invoices": "invoice",
@@ -24,6 +34,19 @@ STRIPE_OBJECT_PATHS = {
     "subscriptions": "subscription",
     "refunds": "refund",
 }
+
+
+def array_values(params: Iterable[tuple[str, str]], name: str) -> list[str]:
+    """The values of array parameter ``name`` in any encoding Stripe reads: ``name[]`` repeated,
+    indexed ``name[0]``, ``name[1]`` (stripe-python's, in index order) or ``name`` repeated."""
+    indexed: list[tuple[int, str]] = []
+    plain: list[str] = []
+    for key, value in params:
+        if key in (name, f"{name}[]"):
+            plain.append(value)
+        elif key.startswith(f"{name}[") and key.endswith("]") and key[len(name) + 1 : -1].isdigit():
+            indexed.append((int(key[len(name) + 1 : -1]), value))
+    return plain + [value for _, value in sorted(indexed)]
 
 
 def _stripe_error(
@@ -90,7 +113,19 @@ class StripeApi(SandboxState):
             return _stripe_error(
                 400, "You may only specify one of these parameters: ending_before, starting_after."
             )
-        types = q.getlist("types[]")
+        unknown = next(
+            (name for name, _ in q.multi_items() if not _LIST_PARAM.fullmatch(name)), None
+        )
+        if unknown is not None:  # Stripe refuses what it does not know; so does its stand-in
+            return _stripe_error(400, f"Received unknown parameter: {unknown}", param=unknown)
+        if q.get("delivery_success") is not None:
+            return _stripe_error(
+                400,
+                "The sandbox does not record webhook delivery results: delivery_success is refused "
+                "rather than ignored",
+                param="delivery_success",
+            )
+        types = array_values(q.multi_items(), "types")
         if types and q.get("type"):
             return _stripe_error(
                 400, "You may pass either `type` or `types`, but not both.", param="types"
