@@ -461,8 +461,6 @@ def run_child(name: str, db: str, sandbox: str, baseline: Path | None = None) ->
 
 
 def main() -> None:
-    from bench.common import PYTHON, ROOT, free_port, pg_schema, pinned, process, sqlite_db
-
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -491,9 +489,11 @@ def main() -> None:
     parser.add_argument("--db", help=argparse.SUPPRESS)
     parser.add_argument("--sandbox", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.arm:
+    if args.arm:  # an arm's own process: nothing imported but what the arm uses
         print(json.dumps(arm(args.arm, args.db, args.sandbox)))
         return
+    from bench.common import PYTHON, ROOT, free_port, pg_schema, pinned, process, sqlite_db
+
     arms = tuple(
         args.arms
         or [
