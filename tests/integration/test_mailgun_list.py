@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from mailgun.client import Client
 from mailgun.endpoints import Endpoint
 from mailgun.security import SecurityGuard
-from sqlalchemy import Engine
 
 from connectors.base import ScanOptions
 from connectors.errors import MalformedResponseError, NotFoundError
@@ -28,12 +27,10 @@ from connectors.providers.mailgun import signed_again
 from connectors.providers.mailgun.api import MailgunEvents
 from connectors.providers.mailgun.standin import API_KEY, DOMAIN
 from connectors.sandbox.app import Sandbox
-from connectors.sandbox.standin import Sent
 from connectors.sandbox.world import build_world
 from reconciler.config import parse_settings
 from reconciler.sources import build_connector
 from tests.conftest import RunningServer, start_server
-from tests.integration import test_every_listed_kind_reconciles as scenario
 from tests.strategies import JSON_VALUES
 
 NOW = datetime.now(UTC).replace(microsecond=0)
@@ -200,54 +197,6 @@ def test_any_page_is_read_or_refused_in_one_line(items: list[Any], paging: Any) 
         assert all(r.event_id for p in pages for r in p.records)
     finally:
         c.close()
-
-
-class Resigning:
-    """The scenario's delivery, Mailgun's way: the body's ``signature`` object made afresh, once
-    an event; a repeat sends the same bytes again (a fresh signature changes the body, which the
-    receiver would take for other content: see the report on ``fingerprint_ignore``)."""
-
-    def __init__(self) -> None:
-        self.bodies: dict[str, bytes] = {}
-
-    def __call__(self, settings_: Any, kind: str, url: str, sent: list[Sent]) -> None:
-        secret = settings_.sources[0].signing_secrets()[0]
-        with httpx.Client(timeout=30) as client:
-            for event in sent:
-                body = self.bodies.setdefault(
-                    event.event_id, signed_again(event.body, secret, time.time())
-                )
-                response = client.post(url, content=body, headers=event.headers)
-                assert response.status_code < 300, (event.event_id, response.text)
-
-
-@pytest.fixture
-def scenario_box(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sandbox, RunningServer]]:
-    for name, value in scenario.environment("mailgun").items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(scenario, "deliver", Resigning())
-    world = build_world(
-        11,
-        now=scenario.NOW - timedelta(minutes=10),
-        stripe_events=0,
-        github_deliveries=0,
-        shopify_orders=0,
-        listed={"mailgun": scenario.EVENTS},
-    )
-    sandbox = Sandbox(world, stand_ins=["mailgun"])
-    server = start_server(sandbox.app)
-    yield sandbox, server
-    server.stop()
-
-
-def test_withheld_duplicated_diverged_and_late_are_found_exactly(
-    scenario_box: tuple[Sandbox, RunningServer], db_url: str, engine: Engine, serve: Any
-) -> None:
-    """The generated scenario (tests/integration/test_every_listed_kind_reconciles.py), which
-    signs in headers only, with Mailgun's signing in the body."""
-    scenario.test_withheld_duplicated_diverged_and_late_are_found_exactly(
-        "mailgun", scenario_box, db_url, engine, serve
-    )
 
 
 def test_the_sdk_verifies_a_delivery_as_hookledger_signs_it(
