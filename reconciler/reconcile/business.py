@@ -17,23 +17,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    Column,
     Connection,
     Engine,
     MetaData,
     Select,
     Table,
-    bindparam,
     func,
     inspect,
     select,
     text,
 )
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
 
 from reconciler.config import CheckSettings, SourceSettings
 from reconciler.errors import ConfigError, HookledgerError
 from reconciler.reconcile.judge import BusinessFacts
 from reconciler.reconcile.store import read_only_session
+from reconciler.storage.dialect import name_of, one_of
 from reconciler.storage.engine import database_error
 
 
@@ -43,6 +44,7 @@ class BoundCheck:
     index: int
     check: CheckSettings
     table: Table
+    dialect: str  # the business database's (its look-up is built for it)
 
     @property
     def label(self) -> str:
@@ -57,7 +59,7 @@ class BoundCheck:
         once too (a page's look-up otherwise spent more time building its query than running it)."""
         t, check = self.table, self.check
         columns = [t.c[check.key], *(t.c[c] for c in check.fields if c != check.key)]
-        stmt = select(*columns).where(t.c[check.key].in_(bindparam("keys", expanding=True)))
+        stmt = select(*columns).where(one_of(self.dialect, t.c[check.key], "keys"))
         if (scope := self.scope()) is not None:
             stmt = stmt.where(scope)
         return stmt
@@ -79,7 +81,10 @@ def _refused(check: BoundCheck, conn: Connection, exc: DBAPIError) -> Hookledger
 def bind_checks(
     engine: Engine, source: SourceSettings, timeout_seconds: float = 30.0
 ) -> list[BoundCheck]:
-    """Reflect each check's table; a missing table or column is a ConfigError naming the check."""
+    """Reflect each check's table; a missing table or column is a ConfigError naming the check.
+
+    Only the columns are reflected: a check reads nothing else, and a full reflection (indexes,
+    constraints, comments) took a catalogue query each."""
     if not source.checks:
         return []  # (an inspector would connect for nothing)
     bound = []
@@ -87,14 +92,23 @@ def bind_checks(
     for i, check in enumerate(source.checks):
         schema, _, name = check.table.rpartition(".")
         label = f"source '{source.name}', check {i + 1} (table {check.table})"
-        if not inspector.has_table(name, schema=schema or None):
-            raise ConfigError(f"{label}: the business database has no table '{check.table}'")
-        table = Table(name, MetaData(), autoload_with=engine, schema=schema or None)
+        try:
+            columns = inspector.get_columns(name, schema=schema or None)
+        except NoSuchTableError:
+            raise ConfigError(
+                f"{label}: the business database has no table '{check.table}'"
+            ) from None
+        table = Table(
+            name,
+            MetaData(),
+            *(Column(c["name"], c["type"]) for c in columns),
+            schema=schema or None,
+        )
         wanted = [check.key, *check.fields] + ([check.unique_by] if check.unique_by else [])
         for column in wanted:
             if column not in table.c:
                 raise ConfigError(f"{label}: table '{check.table}' has no column '{column}'")
-        item = BoundCheck(source.name, i, check, table)
+        item = BoundCheck(source.name, i, check, table, name_of(engine))
         if check.where:
             try:
                 with engine.connect() as conn, read_only_session(conn, timeout_seconds):

@@ -93,6 +93,17 @@ def locks_rows(bind: Engine | Connection) -> bool:
     return is_postgresql(bind)
 
 
+def one_of(dialect: str, column: Any, name: str) -> Any:
+    """``column`` equal to one of the list bound as ``name``. PostgreSQL takes the list as one
+    array parameter, so the statement's text (and the plan the driver prepares for it) is the same
+    for any length; elsewhere an expanding ``IN``, which SQLAlchemy renders anew for each list."""
+    from sqlalchemy import any_, bindparam
+
+    if dialect == "postgresql":
+        return column == any_(bindparam(name, type_=postgresql.ARRAY(column.type)))
+    return column.in_(bindparam(name, expanding=True))
+
+
 def greatest(dialect: Any, a: Any, b: Any) -> Any:
     """The larger of two SQL values: SQLite's two-argument ``max``, PostgreSQL's ``greatest``."""
     from sqlalchemy import func
