@@ -22,8 +22,9 @@ import functools
 import logging
 import queue
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -102,16 +103,25 @@ def current_state(connector: Connector, key: judge.ObjectKey) -> Mapping[str, An
         return None
 
 
-class CurrentStates:
-    """The provider's current state of objects, each asked once a scan (two pages looked up at once
-    that both suspect an object share one request), up to ``at_once`` requests of a page together:
-    a page of suspects takes about one latency, not one each (the source's budget still paces)."""
+# Current states a scan keeps, the oldest asked forgotten first: each is a whole object (a few kB).
+# Pages looked up at once (LOOK_UP_AHEAD, a page's suspects each) ask fewer; a later page does not
+# ask about an object met on a newer record (``recent``), so one forgotten is at most asked again.
+STATES_REMEMBERED = 1_000
 
-    def __init__(self, connector: Connector, at_once: int = 1) -> None:
-        self.connector, self.at_once = connector, at_once
+
+class CurrentStates:
+    """The provider's current state of objects, each asked once while remembered (two pages looked
+    up at once that both suspect an object share one request), up to ``at_once`` requests of a page
+    together: a page of suspects takes about one latency, not one each (the source's budget still
+    paces)."""
+
+    def __init__(
+        self, connector: Connector, at_once: int = 1, remembered: int = STATES_REMEMBERED
+    ) -> None:
+        self.connector, self.at_once, self.remembered = connector, at_once, remembered
         self._lock = threading.Lock()
-        self._known: dict[judge.ObjectKey, Mapping[str, Any] | None] = {}
-        self._pending: dict[judge.ObjectKey, threading.Event] = {}
+        self._known: OrderedDict[judge.ObjectKey, Mapping[str, Any] | None] = OrderedDict()
+        self._pending: dict[judge.ObjectKey, Future[Mapping[str, Any] | None]] = {}
 
     def ask(self, keys: Sequence[judge.ObjectKey]) -> dict[judge.ObjectKey, Any]:
         if len(keys) <= 1 or self.at_once <= 1:
@@ -123,17 +133,25 @@ class CurrentStates:
         with self._lock:
             if key in self._known:
                 return self._known[key]
-            waiting = self._pending.get(key)
-            if waiting is None:
-                self._pending[key] = threading.Event()
-        if waiting is not None:  # another page is asking: its answer is this one's
-            waiting.wait()
+            asking = self._pending.get(key)
+            if asking is None:
+                answer: Future[Mapping[str, Any] | None] = Future()
+                self._pending[key] = answer
+        if asking is not None:  # another page is asking: its answer is this one's
+            return asking.result()
+        try:
+            value = current_state(self.connector, key)
+        except BaseException as exc:  # (a bug, an interrupt: the pages waiting on it get it too)
             with self._lock:
-                return self._known.get(key)
-        value = current_state(self.connector, key)
+                del self._pending[key]
+            answer.set_exception(exc)
+            raise
         with self._lock:
             self._known[key] = value
-            self._pending.pop(key).set()
+            while len(self._known) > self.remembered:
+                self._known.popitem(last=False)
+            del self._pending[key]
+        answer.set_result(value)
         return value
 
 

@@ -75,3 +75,44 @@ def test_two_pages_suspecting_one_object_at_once_share_one_request() -> None:
     assert answers == [{k: {"id": k[1], "type": k[0]} for k in keys}] * 3
     assert provider.asked == 2  # each object once, not once a page
     assert states.ask(keys) == answers[0] and provider.asked == 2  # and never again this scan
+
+
+def test_the_oldest_answers_are_forgotten_past_what_it_remembers() -> None:
+    """A scan keeps a bounded number of current states (each a whole object): the oldest asked goes
+    first, and is asked again if a page suspects it again."""
+    provider = SlowProvider(0)
+    states = CurrentStates(provider, 1, remembered=3)  # type: ignore[arg-type]
+    keys = [("invoice", f"in_{i}") for i in range(5)]
+    states.ask(keys)
+    assert provider.asked == 5
+    states.ask(keys[2:])  # the three newest: remembered
+    assert provider.asked == 5
+    assert states.ask(keys[:1]) == {keys[0]: {"id": "in_0", "type": "invoice"}}
+    assert provider.asked == 6  # forgotten, so asked again
+
+
+def test_a_failure_beyond_the_providers_reaches_every_page_waiting_on_it() -> None:
+    """A fault that is not the provider's (a bug, say) is raised on the page that asked and on
+    those that waited for its answer, rather than leaving them waiting forever."""
+
+    class Broken(SlowProvider):
+        def fetch_object(self, object_type: str, object_id: str) -> Mapping[str, Any]:
+            time.sleep(0.1)
+            raise RuntimeError("a bug")
+
+    states = CurrentStates(Broken(0), 4)  # type: ignore[arg-type]
+    errors: list[BaseException] = []
+
+    def page() -> None:
+        try:
+            states.ask([("invoice", "in_1")])
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    pages = [threading.Thread(target=page) for _ in range(3)]
+    for p in pages:
+        p.start()
+    for p in pages:
+        p.join(timeout=5)
+    assert not any(p.is_alive() for p in pages)
+    assert len(errors) == 3
