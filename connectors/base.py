@@ -116,10 +116,13 @@ class Capabilities:
 
     def object_of(self, record: Record) -> Mapping[str, Any]:
         """The source object a record describes."""
+        if not self.object_path:
+            return record.payload
         value: Any = record.payload
+        # decoded JSON is plain dicts: that check first, as the Mapping ABC's costs more (per record)
         for step in self.object_path:
-            value = value.get(step) if isinstance(value, Mapping) else None
-        return value if isinstance(value, Mapping) and self.object_path else record.payload
+            value = value.get(step) if isinstance(value, (dict, Mapping)) else None
+        return value if isinstance(value, (dict, Mapping)) else record.payload
 
 
 @dataclass(frozen=True)

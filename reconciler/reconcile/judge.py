@@ -201,7 +201,7 @@ def latest_records(check: CheckSettings, records: Sequence[Record]) -> dict[str,
         oid = r.object_id
         if oid and check.applies_to(r.object_type, r.event_type):
             known = latest.get(oid)
-            if known is None or _when(r) > _when(known):
+            if known is None or _newer(r.occurred_at, known.occurred_at):
                 latest[oid] = r
     return latest
 
@@ -364,8 +364,9 @@ def _business_finding(
     )
 
 
-def _when(record: Record) -> float:
-    return record.occurred_at.timestamp() if record.occurred_at else float("-inf")
+def _newer(at: datetime | None, than: datetime | None) -> bool:
+    """``at`` is later than ``than`` (no time is earlier than any)."""
+    return at is not None and (than is None or at > than)
 
 
 def _text_at(obj: Mapping[str, Any], path: str | None) -> str | None:
