@@ -130,7 +130,7 @@ def main() -> None:
             tempfile.TemporaryDirectory() as tmp,
             pg_schema() if args.postgres else sqlite_db(Path(tmp), "bench.db") as db,
         ):
-            withheld = populate(db, url, hours=hours)
+            withheld, _ = populate(db, url, hours=hours)
             faults(url, latency_ms=args.latency_ms, rate_limit=args.rate_limit)
             arms = ["sliced"] + (["sdk"] if n == args.sdk_size else [])
             if args.defaults:
