@@ -6,15 +6,15 @@ httpx errors are translated into connector errors at the boundary.
 
 ::
 
-    HookledgerError             hookledger failed
-    ├── ConfigError             the configuration file or environment is invalid
-    ├── RejectedDelivery        an inbound webhook is refused (carries the HTTP status and a reason)
+    HookledgerError                 hookledger failed
+    ├── ConfigError                 the configuration file or environment is invalid
+    ├── RejectedDelivery            an inbound webhook is refused (carries the HTTP status, a reason)
     └── ConnectorError              a provider API call failed (carries the source name)
-    ├── AuthError               401/403: the key is wrong or lacks a permission (names which)
-    ├── NotFoundError           404 for a named event, delivery or object
-    ├── UnavailableError        retries exhausted (429, 5xx, connection errors, timeouts)
-    ├── MalformedResponseError  not JSON, or a field the connector needs is missing
-    └── UnsupportedError        the provider has no API for this (e.g. Stripe redelivery)
+        ├── AuthError               401/403: the key is wrong or lacks a permission (names which)
+        ├── NotFoundError           404 for a named event, delivery or object
+        ├── UnavailableError        retries exhausted (429, 5xx, connection errors, timeouts)
+        ├── MalformedResponseError  not JSON, or a field the connector needs is missing
+        └── UnsupportedError        the provider has no API for this (e.g. Stripe redelivery)
 """
 
 from __future__ import annotations

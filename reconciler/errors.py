@@ -8,6 +8,7 @@
     ├── NoSuchRecordError      an event, message or discrepancy named by the user does not exist
     ├── ActionRefusedError     an operator action is not allowed in the record's current state
     ├── RejectedDelivery       an inbound webhook is refused (carries the HTTP status and a reason)
+    ├── ConnectorError         a provider API call failed (its subclasses: ``connectors.errors``)
     └── HandlerError           raised by event handlers to classify a failure
         ├── TransientError     retry later with backoff (timeouts, 429, 5xx, locks)
         │   ├── AmbiguousError sent, no answer: it may have taken effect (``verify`` asked first)
@@ -16,8 +17,8 @@
 
 The docstring of each class is its default message. The root, ``ConfigError`` and
 ``RejectedDelivery`` are defined in ``connectors.errors`` (the bottom floor, so that connectors raise
-them too) and are the same classes here; so are the connectors' own errors under ``ConnectorError``
-(among them ``NotFoundError``, a provider's 404).
+them too) and are the same classes here; ``ConnectorError`` and the connectors' own errors under it
+(among them ``NotFoundError``, a provider's 404) are drawn there.
 """
 
 from __future__ import annotations
