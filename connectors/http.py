@@ -2,7 +2,7 @@
 
 Retried: 429, 5xx, connection errors and timeouts, with exponential backoff and full jitter, honouring
 ``Retry-After`` (Shopify, GitHub secondary limits), GitHub's ``x-ratelimit-remaining: 0`` +
-``x-ratelimit-reset`` (on 403 or 429), and Stripe's ``Stripe-Should-Retry`` (shared/providers.md §1B,
+``x-ratelimit-reset`` (on 403 or 429), and Stripe's ``Stripe-Should-Retry`` (docs/providers.md §1B,
 §2B, §3B). Shopify's call-limit bucket (``X-Shopify-Shop-Api-Call-Limit: used/size``) slows requests
 down before it overflows. Everything is bounded by a retry budget (attempts and total wait), then
 raises :class:`UnavailableError`. 401/403 become :class:`AuthError` naming the permission the call needs.

@@ -2,7 +2,7 @@
 :class:`BadPayload`, the JSON and form readers, and the id and time helpers every provider's parser
 uses (each provider's own parser lives in its package, ``connectors/providers/<kind>/``).
 
-What each provider uses as its idempotency key is ``shared/providers.md`` §5.
+What each provider uses as its idempotency key is ``docs/providers.md`` §5.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ __all__ = ["Faults", "Keys", "Refused", "Sandbox", "Stats"]
 
 
 def throttled(route: str, wait: float) -> Response:
-    """A call over the rate limit, refused as its provider refuses one (shared/providers.md §1B,
+    """A call over the rate limit, refused as its provider refuses one (docs/providers.md §1B,
     §2B, §3B): Stripe a 429 with ``Stripe-Should-Retry``; GitHub's secondary limit a 429 with
     ``retry-after`` in whole seconds; Shopify a 429 with ``Retry-After`` and its call-limit header."""
     if route.startswith(("/v1/", "/v2/")):

@@ -1,6 +1,6 @@
 """The sandbox's data: a deterministic history of provider events built from a seed.
 
-Object and event shapes follow the providers' published examples (shared/fixtures/providers/):
+Object and event shapes follow the providers' published examples (tests/fixtures/providers/):
 Stripe ``event``/``invoice``/``charge`` objects, GitHub ``hook-delivery-item``s, Shopify REST orders,
 Twilio Message and Call resources.
 """

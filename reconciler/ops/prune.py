@@ -4,7 +4,7 @@ The inbox's unique (source, event id) row is what makes a late retry a duplicate
 event, so a processed event may only go once every provider has stopped retrying it: Stripe retries
 for up to 3 days, Standard Webhooks' spec example spans about 3 days (Svix about 27 h), Shopify 4 h
 since 2024-09, GitHub never (manual redelivery of the last 3 days, 7 on Enterprise Server); see
-``shared/providers.md``. Hence a floor of 7 days, and never less than the longest reconciliation
+``docs/providers.md``. Hence a floor of 7 days, and never less than the longest reconciliation
 lookback (an event pruned inside the window would be reported missing).
 
 Only events that ended (``processed`` or ``ignored``) are deleted, with their processing attempts

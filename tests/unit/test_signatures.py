@@ -302,7 +302,7 @@ def test_a_standard_source_takes_the_svix_header_names_both_ways() -> None:
     from svix.webhooks import Webhook as SvixWebhook
 
     at = 1_764_547_200
-    # the published vector (shared/providers.md section 6, computed with svix 2.9.1)
+    # the published vector (docs/providers.md section 6, computed with svix 2.9.1)
     signature = SvixWebhook(SVIX_SECRET).sign(
         "msg_2Lx1ExampleId", datetime.fromtimestamp(at, UTC), SVIX_BODY.decode()
     )

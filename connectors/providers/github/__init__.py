@@ -1,4 +1,4 @@
-"""GitHub: a hook's delivery log (shared/providers.md §2).
+"""GitHub: a hook's delivery log (docs/providers.md §2).
 
 Scopes: a repository hook (``repository`` + ``hook_id``), an organization hook (``organization`` +
 ``hook_id``), both with a token in ``api_key_env``; or a GitHub App's hook (``app_id`` +

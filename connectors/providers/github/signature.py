@@ -3,8 +3,8 @@ verdict, and the event a verified delivery holds.
 
 ``X-Hub-Signature-256`` signs the raw bytes, so verification happens before any parsing. Each
 configured secret is tried (rotation) and each comparison is constant-time. Identity: the
-``X-GitHub-Delivery`` header. Facts and test vectors: ``shared/providers.md`` and
-``shared/fixtures/providers/``.
+``X-GitHub-Delivery`` header. Facts and test vectors: ``docs/providers.md`` and
+``tests/fixtures/providers/``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shopify: no API lists webhook deliveries, so reconcile resource state (shared/providers.md §3).
+"""Shopify: no API lists webhook deliveries, so reconcile resource state (docs/providers.md §3).
 
 This module reads through the REST Admin API (``api = "rest"``); the default, GraphQL, is
 ``connectors.providers.shopify.graphql``.

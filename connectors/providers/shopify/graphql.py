@@ -2,7 +2,7 @@
 
 ``POST /admin/api/{version}/graphql.json`` with ``orders(first: 250, after: …, query:
 "updated_at:>='…' updated_at:<'…'", sortKey: UPDATED_AT, reverse: true)`` and
-``pageInfo { hasNextPage endCursor }`` (shared/providers.md §3). The scan's window is read as
+``pageInfo { hasNextPage endCursor }`` (docs/providers.md §3). The scan's window is read as
 ``updated_at`` time slices (``connectors.slices``), newest first within each, so with
 ``max_concurrency`` above 1 several slices are paged at once; with 1 it is one slice, paged in turn.
 

@@ -5,7 +5,7 @@ verdict, and the event a verified delivery holds.
 configured secret is tried (rotation) and each comparison is constant-time. Identity:
 ``X-Shopify-Webhook-Id`` (kept across retries; ``X-Shopify-Event-Id`` is shared by every topic one
 merchant action fires, so it is kept but is not the key). Facts and test vectors:
-``shared/providers.md`` and ``shared/fixtures/providers/``.
+``docs/providers.md`` and ``tests/fixtures/providers/``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stripe: ``GET /v1/events`` (shared/providers.md §1).
+"""Stripe: ``GET /v1/events`` (docs/providers.md §1).
 
 Lists are newest first. Two phases, both resumable from the persisted cursor:
 
@@ -433,7 +433,7 @@ PROVIDER = Provider(
     # reference): it counts down as the endpoints of one event answer.
     fingerprint_ignore=("pending_webhooks",),
     sign=_sign,
-    # Stripe allows 100 requests/s in live mode and 25 in test mode (shared/providers.md §1B); 20 a
+    # Stripe allows 100 requests/s in live mode and 25 in test mode (docs/providers.md §1B); 20 a
     # second leaves the application room in either, 8 in flight reach it at 300 ms a page
     budget=BudgetSettings(rate=20.0, concurrency=8),
     sensitive_headers=headers_named("Stripe-Signature"),

@@ -3,7 +3,7 @@ a verdict, and the event a verified delivery holds.
 
 ``Stripe-Signature`` signs the raw bytes, so verification happens before any parsing. Each configured
 secret is tried (rotation) and each comparison is constant-time. Identity: the body's ``id``.
-Facts and test vectors: ``shared/providers.md`` and ``shared/fixtures/providers/``.
+Facts and test vectors: ``docs/providers.md`` and ``tests/fixtures/providers/``.
 """
 
 from __future__ import annotations
