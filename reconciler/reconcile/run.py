@@ -20,6 +20,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -58,6 +59,17 @@ log = logging.getLogger(__name__)
 LOOK_UP_AHEAD = 8
 LOOK_UP_CONNECTIONS = 4
 __all__ = ["ProgressHook", "Reconciler", "RunSummary", "reconcilable_sources"]
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the caller asked of one run (:meth:`Reconciler.run`'s options), as the scan reads it."""
+
+    now: datetime  # the run's clock reading: its window ends here
+    full: bool
+    since: datetime | None
+    dry_run: bool
+    progress: ProgressHook | None
 
 
 def reconcilable_sources(settings: Settings) -> list[SourceSettings]:
@@ -123,9 +135,8 @@ class Reconciler:
                 # A connector that cannot be built (a missing key) still ends the run as failed
                 # and frees the lease, instead of blocking the source until the lease expires.
                 with self._lease(source.name, ttl, dry_run):
-                    self._scan(
-                        source, prepared, checks, summary, now, full, since, dry_run, progress
-                    )
+                    asked = _Asked(now, full, since, dry_run, progress)
+                    self._scan(source, prepared, checks, summary, asked)
                 summary.status = RunStatus.SUCCEEDED.value
             except (HookledgerError, OSError) as exc:
                 summary.status, summary.error = RunStatus.FAILED.value, str(exc)
@@ -167,18 +178,15 @@ class Reconciler:
         prepared: PreparedConnector,
         checks: list[BoundCheck],
         summary: RunSummary,
-        now: datetime,
-        full: bool,
-        since: datetime | None,
-        dry_run: bool,
-        progress: ProgressHook | None,
+        asked: _Asked,
     ) -> None:
         """Every page of the window (fetch, look up, judge, write: see the module), then the
         closing passes."""
         grace = timedelta(seconds=self.cfg.grace_seconds)
-        options = self._options(source, now, full, since)
+        now, progress = asked.now, asked.progress
+        options = self._options(source, asked)
         with self.engine.connect() as conn, contextlib.ExitStack() as cleanup:
-            store = open_store(conn, source.name, summary.run_id, now, dry_run=dry_run)
+            store = open_store(conn, source.name, summary.run_id, now, dry_run=asked.dry_run)
             cleanup.callback(store.close)
             cursor = store.begin(full=options.full)
             connector = prepared.get()  # (its build overlapped the database work so far)
@@ -201,14 +209,13 @@ class Reconciler:
             write_pages(store, pages, page_judge, summary, on_page)
             self._close(store, connector, checks, summary, grace)
 
-    def _options(
-        self, source: SourceSettings, now: datetime, full: bool, since: datetime | None
-    ) -> ScanOptions:
+    def _options(self, source: SourceSettings, asked: _Asked) -> ScanOptions:
+        now, since = asked.now, asked.since
         lookback = (now - since) if since else timedelta(hours=source.initial_lookback_hours)
         return ScanOptions(
             now=now,
             initial_lookback=lookback,
-            full=full or since is not None,
+            full=asked.full or since is not None,
             overlap=timedelta(seconds=self.cfg.overlap_seconds),
             known_objects=functools.partial(
                 known_object_ids, self.engine, source.name, now - lookback
