@@ -1,5 +1,5 @@
 """The "Adding a provider" example (docs/connectors.md), run as written: a provider that signs the URL it called,
-built from the public module only (``connectors.webhooks`` and ``connectors.provider``), registered
+built from the public names only (``hookledger.providers``, docs/api.md), registered
 with one line, receives over real loopback HTTP on SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ def test_the_example_imports_only_the_public_modules() -> None:
         for node in ast.walk(ast.parse(example()))
         if isinstance(node, ast.ImportFrom) and node.module
     }
-    assert imported == {"connectors.provider", "connectors.webhooks"}
-    from connectors import webhooks
+    assert imported == {"hookledger.providers"}
+    from hookledger import providers
 
     names = {
         alias.name
         for node in ast.walk(ast.parse(example()))
-        if isinstance(node, ast.ImportFrom) and node.module == "connectors.webhooks"
+        if isinstance(node, ast.ImportFrom) and node.module == "hookledger.providers"
         for alias in node.names
     }
-    assert names <= set(webhooks.__all__)  # nothing private
+    assert names <= set(providers.__all__)  # nothing private
 
 
 @pytest.fixture
