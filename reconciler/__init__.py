@@ -25,6 +25,9 @@ holds it):
 8. ``docs``: the reference pages (docs/configuration.md, docs/cli.md) generated from the settings
    models and the command parser (``python -m reconciler.docs``).
 9. ``dashboard/`` (a package of its own): Streamlit pages that only render.
+
+Above them all, ``hookledger/``: the public names an application and a provider package import
+(docs/api.md), re-exported from these floors; everything else here may move.
 """
 
 __version__ = "0.1.0"
