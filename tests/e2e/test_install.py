@@ -11,6 +11,7 @@ Slow (installs), so it runs where ``HOOKLEDGER_README_TEST=1`` (``.ci/run`` sets
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -67,11 +69,23 @@ def _wheel(checkout: Path, out: Path) -> Path:
     return wheel
 
 
+def _spawned(argv: list[str], **how: Any) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` from a pool thread, tried once more where the spawn itself failed with
+    EFAULT: seen once on a loaded CI machine before the child ran anything, so nothing is repeated."""
+    try:
+        return subprocess.run(argv, **how)
+    except OSError as error:
+        if error.errno != errno.EFAULT:
+            raise
+        time.sleep(1)
+        return subprocess.run(argv, **how)
+
+
 def _venv(where: Path, wheel: Path, constraints: Path, extras: str, compile_: bool) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    _spawned([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
     python = where / "bin" / "python"
     install = ["install", "-q", "-c", str(constraints), *([] if compile_ else ["--no-compile"])]
-    done = subprocess.run(
+    done = _spawned(
         _pip(python, *install, f"{wheel}{extras}"),
         capture_output=True,
         text=True,
@@ -79,7 +93,7 @@ def _venv(where: Path, wheel: Path, constraints: Path, extras: str, compile_: bo
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    check = subprocess.run(_pip(python, "check"), capture_output=True, text=True, env=_env())
+    check = _spawned(_pip(python, "check"), capture_output=True, text=True, env=_env())
     assert check.returncode == 0, check.stdout + check.stderr
     return where / "bin"
 

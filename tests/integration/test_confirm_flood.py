@@ -11,7 +11,6 @@ is answered 503 with Retry-After at once; and the deliveries table grows by a bo
 from __future__ import annotations
 
 import asyncio
-import itertools
 import multiprocessing
 import statistics
 import time
@@ -29,6 +28,7 @@ from reconciler.inbox.receiver import create_app
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS
 from tests.conftest import RunningServer, make_settings, start_server
 from tests.deliveries import stripe_delivery
+from tests.strangers import flood
 
 IN_FLIGHT = 300  # strangers' GETs kept in flight at every moment
 FLOOD_SECONDS = 4.0
@@ -71,30 +71,6 @@ def _payment_calls(sandbox: Sandbox) -> dict[str, int]:
     return {path: n for path, n in routes.items() if path.startswith(PAYMENT_PREFIX)}
 
 
-def _flood(url: str, first_id: int, seconds: float, out: Any) -> None:
-    """IN_FLIGHT strangers for ``seconds``, each sending a GET with a fresh well-formed id as soon
-    as its last was answered; puts what they were answered (by status, and whether a 503 said
-    Retry-After) and the ids used. Run in a process of its own: strangers do not share the
-    receiver's interpreter."""
-
-    async def run() -> tuple[Counter[Any], int]:
-        answers: Counter[Any] = Counter()
-        ids = itertools.count(first_id)
-        limits = httpx.Limits(max_connections=IN_FLIGHT + 10, max_keepalive_connections=IN_FLIGHT)
-        deadline = time.monotonic() + seconds
-
-        async def stranger(client: httpx.AsyncClient) -> None:
-            while time.monotonic() < deadline:
-                got = await client.get(f"{url}/webhooks/gopay", params={"id": str(next(ids))})
-                answers[got.status_code, "retry-after" in got.headers] += 1
-
-        async with httpx.AsyncClient(timeout=30, limits=limits) as client:
-            await asyncio.gather(*(stranger(client) for _ in range(IN_FLIGHT)))
-        return answers, next(ids) - first_id
-
-    out.put(asyncio.run(run()))
-
-
 async def _signed_stripe(url: str) -> list[tuple[int, float]]:
     """Signed Stripe deliveries sent while the flood runs: (status, seconds) each."""
     results: list[tuple[int, float]] = []
@@ -114,15 +90,19 @@ async def _signed_stripe(url: str) -> list[tuple[int, float]]:
 
 def _under_flood(url: str, first_id: int) -> tuple[Counter[Any], int, list[Any]]:
     context = multiprocessing.get_context("spawn")
-    out = context.Queue()
+    out, ready = context.Queue(), context.Event()
     strangers = context.Process(
-        target=_flood, args=(url, first_id, FLOOD_SECONDS + 1.5, out), daemon=True
+        target=flood,
+        args=(url, first_id, IN_FLIGHT, FLOOD_SECONDS + 1.5, ready, out),
+        daemon=True,
     )
     strangers.start()
     try:
+        assert ready.wait(timeout=60), "the strangers' process did not start within 60 s"
         time.sleep(1.0)  # the flood is at full height before the first delivery
         stripe = asyncio.run(_signed_stripe(url))
-        answers, sent = out.get(timeout=60)
+        # each stranger's last GET may take up to its 30 s timeout
+        answers, sent = out.get(timeout=90)
     finally:
         strangers.join(timeout=10)
         if strangers.is_alive():
