@@ -28,16 +28,14 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from connectors.parsing import ParsedEvent, mask_headers
-from connectors.webhooks import Batch, BatchItem, Handshake, Received, Reply, WebhookRequest
+from connectors.webhooks import Handshake, Reply, WebhookRequest
 from reconciler.config import Settings
-from reconciler.correlation import correlation_id
 from reconciler.errors import ConfigError, RejectedDelivery
-from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.committer import GroupCommitter
 from reconciler.inbox.confirming import ConfirmGate, QueueFull
 from reconciler.inbox.conflicts import conflicting_fields
 from reconciler.inbox.edge import RETRY_AFTER_SECONDS, ConcurrencyLimit
+from reconciler.inbox.intake import items_of
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.schemes import SourceVerifier
@@ -127,18 +125,6 @@ def _answer(reply: Reply) -> Response:
         media_type=reply.content_type,
         headers={"X-Content-Type-Options": "nosniff"},
     )
-
-
-def _as_batch(
-    verdict: ParsedEvent | Received | Batch, body: bytes, content_type: str | None
-) -> Batch:
-    """Every verdict that stores events as a batch: one event is a batch of one, its body the
-    request's."""
-    if isinstance(verdict, Batch):
-        return verdict
-    if isinstance(verdict, Received):
-        return Batch((BatchItem(verdict.event, body, content_type),), verdict.ack)
-    return Batch((BatchItem(verdict, body, content_type),))
 
 
 def called_url(public_url: str | None, request: Request) -> str:
@@ -282,40 +268,10 @@ def create_app(
             )
         if isinstance(verdict, Handshake):
             return await _handshake(name, verdict, received_at, remote)
-        batch = _as_batch(verdict, body, headers.get("content-type"))
-        masked = mask_headers(headers, verifier.sensitive_headers)
-        items = []
-        for n, one in enumerate(batch.items):
-            parsed = one.event
-            problem = event_problem(parsed, headers, one.content_type)
-            if problem is not None:  # nothing of the delivery is stored: the provider resends it
-                where = f"item {n}: " if len(batch.items) > 1 else ""
-                return await _reject(
-                    RejectedRecord(
-                        name,
-                        400,
-                        where + problem,
-                        received_at,
-                        remote,
-                        parsed.event_id,
-                        parsed.delivery_id,
-                    )
-                )
-            items.append(
-                IncomingEvent(
-                    source=name,
-                    parsed=parsed,
-                    body=one.body,
-                    headers=masked,
-                    received_at=received_at,
-                    content_type=one.content_type,
-                    remote_addr=remote,
-                    fingerprint_ignore=verifier.fingerprint_ignore,
-                    correlation_id=correlation_id(
-                        headers, parsed, verifier.source.correlation_header
-                    ),
-                )
-            )
+        intake = items_of(verifier, verdict, incoming, received_at, remote)
+        if isinstance(intake, RejectedRecord):  # nothing of it is stored: the provider resends it
+            return await _reject(intake)
+        items = list(intake.items)
         try:
             outcomes = await committer.submit_all(items)
         except Exception:
@@ -337,8 +293,8 @@ def create_app(
                     time.perf_counter() - arrived,
                 )
         metrics.ack_seconds.labels(name).observe(time.perf_counter() - arrived)
-        if batch.ack is not None:  # what the provider expects (a duplicate is acknowledged alike)
-            return _answer(batch.ack)
+        if intake.ack is not None:  # what the provider expects (a duplicate is acknowledged alike)
+            return _answer(intake.ack)
         answers: list[dict[str, Any]] = [
             {"status": o.value, "event_id": i.parsed.event_id}
             for i, o in zip(items, outcomes, strict=True)

@@ -20,7 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,24 +32,16 @@ from sqlalchemy.engine import make_url
 
 from reconciler.config import Settings, SourceSettings
 from reconciler.errors import ActionRefusedError, ConfigError
-from reconciler.inbox.applied import BusinessSide
 from reconciler.inbox.claims import event_of
 from reconciler.inbox.handlers import (
-    Business,
     Event,
-    Handler,
     HandlerRegistry,
-    Verdict,
-    Verify,
-    verdict_of,
 )
-from reconciler.inbox.retry import classify_exception
 from reconciler.ops.drill_compare import Difference, TableSpec, compare_messages, compare_states
-from reconciler.outbox.writer import Message, Outbox
+from reconciler.ops.replaying import RecordedOutbox, ReplayApplier
 from reconciler.sources import provider
-from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
-from reconciler.storage.models import INBOX_EVENTS, ErrorClass
-from reconciler.storage.types import utcnow
+from reconciler.storage.engine import make_engine
+from reconciler.storage.models import INBOX_EVENTS
 
 BATCH = 200
 Progress = Callable[[int, int], None]  # (done, total)
@@ -170,119 +162,6 @@ def copy_schema(source: Engine, target: Engine, tables: Sequence[str] | None = N
     meta.create_all(target)
 
 
-class RecordedOutbox:
-    """The drill's outbox: the messages handlers would send, by target and key, kept when the
-    handler's transaction commits (as in production, one per key); nothing is written or sent."""
-
-    def __init__(self) -> None:
-        self.messages: dict[tuple[str, str], bytes] = {}
-        self._pending: dict[tuple[str, str], bytes] = {}
-
-    def write(self, msg: Message) -> bool:
-        key = (msg.target, msg.key)
-        if key in self.messages or key in self._pending:
-            return False
-        self._pending[key] = msg.payload
-        return True
-
-    def commit(self) -> None:
-        self.messages.update(self._pending)
-        self._pending.clear()
-
-    def rollback(self) -> None:
-        self._pending.clear()
-
-
-class _Applier:
-    """Applies one event as a worker would, attempts included, without the inbox. ``event.business``
-    is the scratch business database; ``conn`` (the worker's inbox transaction) is a transaction on
-    ``conn_engine``: a scratch database of its own when ``[business] url`` is set (a handler that
-    writes there writes nothing compared), else the scratch business one, as in production where
-    the business tables are the inbox's. ``event.outbox`` records (:class:`RecordedOutbox`)."""
-
-    def __init__(
-        self, registry: HandlerRegistry, business: Engine, conn_engine: Engine, settings: Settings
-    ) -> None:
-        self.registry = registry
-        self.business = Business(business)
-        self.separate = business is not conn_engine  # [business] url set: databases apart
-        # as the worker's: the write lock is taken at the first write, not at BEGIN
-        self.engine = conn_engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
-        self.max_attempts = settings.worker.max_attempts
-        self.targets = frozenset(t.name for t in settings.outbox.targets)
-        self.max_payload = settings.outbox.max_payload_bytes
-        self.outbox = RecordedOutbox()
-
-    def _prepared(self, event: Event, attempt: int, side: BusinessSide) -> Event:
-        outbox = Outbox(
-            self.outbox.write,
-            source=event.source,
-            event_id=event.event_id,
-            correlation_id=event.correlation_id,
-            object_key=event.object_key,
-            targets=self.targets,
-            max_payload_bytes=self.max_payload,
-        )
-        return replace(
-            event,
-            attempt=attempt,
-            business_db=self.business.for_attempt(side),
-            outbox_writer=outbox,
-            error_class=None,
-        )
-
-    def apply(self, event: Event) -> bool:
-        fn = self.registry.find(event.source, event.event_type)
-        if fn is None:
-            return True  # the worker would forward or ignore it: no business write here
-        verify = self.registry.verifier(event.source, event.event_type)
-        previous: ErrorClass | None = None
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                if self._attempt(fn, verify, event, attempt, previous):
-                    self.outbox.commit()
-                    return True
-                previous = ErrorClass.AMBIGUOUS  # verify could not tell: asked again
-                self.outbox.rollback()
-            except Exception as exc:
-                self.outbox.rollback()
-                previous = classify_exception(exc)
-                if previous is ErrorClass.PERMANENT:
-                    return False
-        return False
-
-    def _attempt(
-        self,
-        fn: Handler,
-        verify: Verify | None,
-        event: Event,
-        attempt: int,
-        previous: ErrorClass | None,
-    ) -> bool:
-        """One attempt as the worker makes it: every business block of the attempt commits when
-        it succeeds, nothing of a failed one (``inbox.applied``). Each delivery of the drill is
-        applied as a replay would be: no applied mark stops it. False: verify could not tell."""
-        own = BusinessSide(self.business.engine) if self.separate else None
-        try:
-            with self.engine.begin() as conn:
-                side = own or BusinessSide(self.business.engine, shared=conn)
-                current = self._prepared(event, attempt, side)
-                if previous is ErrorClass.AMBIGUOUS and verify is not None:
-                    verdict = verdict_of(verify(current, conn))
-                    if verdict is Verdict.UNKNOWN:
-                        conn.rollback()
-                        return False
-                    if verdict is Verdict.DONE:
-                        return True
-                fn(current, conn)
-                if own is not None:
-                    own.commit(None, utcnow())
-            return True
-        finally:
-            if own is not None:
-                own.close()
-
-
 @contextmanager
 def _scratch(url: str | None, directory: Path, name: str) -> Iterator[Engine]:
     engine = make_engine(url or f"sqlite:///{directory / name}")
@@ -333,14 +212,21 @@ def drill_handlers(
         separate = settings.business.url is not None
         outboxes: list[RecordedOutbox] = []
         for engine, sequence in ((reference, ids), (drilled, order)):
-            applier = _Applier(registry, engine, scratch_inbox if separate else engine, settings)
+            applier = ReplayApplier(
+                registry,
+                engine,
+                scratch_inbox if separate else engine,
+                max_attempts=settings.worker.max_attempts,
+                targets=frozenset(t.name for t in settings.outbox.targets),
+                max_payload_bytes=settings.outbox.max_payload_bytes,
+            )
             outboxes.append(applier.outbox)
             for start in range(0, len(sequence), BATCH):
                 chunk = sequence[start : start + BATCH]
                 events = _events(inbox, sorted(set(chunk)))
                 for i in chunk:
-                    ok = applier.apply(events[i])
-                    if engine is drilled and not ok:
+                    applied = applier.apply(events[i])
+                    if engine is drilled and not applied.ok:
                         result.failed += 1
                 done += len(chunk)
                 if progress:

@@ -294,7 +294,7 @@ class Outbox:
         event_id: str,
         correlation_id: str,
         object_key: str | None,
-        targets: Collection[str],
+        targets: Collection[str] | None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
     ) -> None:
         self._write = write
