@@ -27,7 +27,11 @@ from reconciler.storage.migrate import upgrade
 from reconciler.storage.models import Base
 from reconciler.storage.testing import scratch_postgres_schema
 
-pytest_plugins = ["tests.scenario", "tests.business_databases"]  # shared fixtures
+pytest_plugins = [
+    "tests.scenario",
+    "tests.business_databases",
+    "hookledger.pytest_plugin",  # hookledger.testing's fixtures, as a handler author adds them
+]
 
 # Public example payloads and signature vectors, copied from shared/fixtures/providers (their sources
 # and licences are in tests/fixtures/providers/README.md) so that a plain clone's tests pass anywhere.

@@ -37,7 +37,12 @@ FLOORS: list[tuple[str, ...]] = [
     ("reconciler.reconcile",),
     ("reconciler.ops", "reconciler.issues"),  # issues retry dead events through ops' bulk replay
     ("reconciler.notify",),  # reads runs and dead letters, renders with ops' display and links
-    ("reconciler.schedule", "reconciler.demo", "reconciler.dashboard_process"),
+    (
+        "reconciler.schedule",
+        "reconciler.demo",
+        "reconciler.dashboard_process",
+        "reconciler.testkit",
+    ),
     ("reconciler.cli",),
     ("reconciler.docs",),  # the reference pages, generated from the settings and the parser
     ("dashboard",),

@@ -1,5 +1,5 @@
 """The public names are a promise (docs/api.md): each stays importable from ``hookledger`` or
-``hookledger.providers``, is the same object as at its home inside, and is in the reference page.
+``hookledger.providers`` or ``hookledger.testing``, is the same object as at its home inside, and is in the reference page.
 Adding a name is free; removing one fails here (pure: imports and reads one file)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 import hookledger
 import hookledger.providers
+import hookledger.testing
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = (ROOT / "docs" / "api.md").read_text()
@@ -97,7 +98,19 @@ PROMISED = {
         ),
     },
 }
-MODULES = {"hookledger": hookledger, "hookledger.providers": hookledger.providers}
+PROMISED["hookledger.testing"] = {
+    **dict.fromkeys(["Applied", "Status"], "reconciler.ops.replaying"),
+    **dict.fromkeys(
+        ["WAYS", "Deliver", "Deliveries", "HandlerFailed", "order_of"],
+        "reconciler.testkit.deliveries",
+    ),
+    **dict.fromkeys(["event_of", "sample_payload"], "reconciler.testkit.events"),
+}
+MODULES = {
+    "hookledger": hookledger,
+    "hookledger.providers": hookledger.providers,
+    "hookledger.testing": hookledger.testing,
+}
 
 
 @pytest.mark.parametrize("module", sorted(PROMISED))
@@ -119,9 +132,11 @@ def test_every_public_name_is_importable_and_in_the_reference(module: str) -> No
 
 
 def test_the_reference_names_nothing_that_is_not_public() -> None:
-    section = REFERENCE.split("## `hookledger`: for an application", 1)[1]
-    app, providers = section.split("## `hookledger.providers`", 1)
-    for text, module in ((app, hookledger), (providers, hookledger.providers)):
+    # each module's section starts with a heading naming it: "## `hookledger.testing`: ..."
+    sections = re.split(r"^## `([a-z.]+)`", REFERENCE, flags=re.M)[1:]
+    assert sorted(sections[0::2]) == sorted(MODULES)
+    for name_of_module, text in zip(sections[0::2], sections[1::2], strict=True):
+        module = MODULES[name_of_module]
         for row in re.findall(r"^\| (`[^|]+) \|", text, re.M):
             for name in re.findall(r"`([A-Za-z_]+)`", row):
                 assert name in module.__all__, f"docs/api.md lists {name}, not in {module.__name__}"
