@@ -16,14 +16,13 @@ from collections.abc import Sequence
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from reconciler.inbox.store import Item, store_items
+from reconciler.inbox.store import Item, Stored, store_items
 from reconciler.storage.dialect import single_writer
-from reconciler.storage.models import DeliveryOutcome
 
 log = logging.getLogger(__name__)
 
 # one request's items, and its waiter for their outcomes (in order)
-_Waiter = tuple[tuple[Item, ...], "asyncio.Future[list[DeliveryOutcome]]"]
+_Waiter = tuple[tuple[Item, ...], "asyncio.Future[list[Stored]]"]
 
 
 class GroupCommitter:
@@ -44,18 +43,18 @@ class GroupCommitter:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
-    async def submit(self, item: Item) -> DeliveryOutcome:
+    async def submit(self, item: Item) -> Stored:
         return (await self.submit_all((item,)))[0]
 
-    async def submit_all(self, items: Sequence[Item]) -> list[DeliveryOutcome]:
-        """Store these items in one transaction (with others' waiting then): their outcomes."""
+    async def submit_all(self, items: Sequence[Item]) -> list[Stored]:
+        """Store these items in one transaction (with others' waiting then): what became of each."""
         if self._queue is None:
             raise RuntimeError("GroupCommitter.start() was not awaited")
-        future: asyncio.Future[list[DeliveryOutcome]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[list[Stored]] = asyncio.get_running_loop().create_future()
         await self._queue.put((tuple(items), future))
         return await future
 
-    def _write(self, items: Sequence[Item]) -> list[DeliveryOutcome]:
+    def _write(self, items: Sequence[Item]) -> list[Stored]:
         with self._engine.begin() as conn:
             return store_items(conn, items)
 

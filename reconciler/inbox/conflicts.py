@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import Connection, select, update
@@ -58,6 +59,18 @@ class Conflict:
     ignore: tuple[tuple[Segment, ...], ...] = ()
     content_type: str | None = None  # (a form body's fields are compared, not its bytes)
 
+    @cached_property
+    def diffs(self) -> list[tuple[str, Any, Any]]:
+        """(path, stored value, later value) where the two bodies differ: computed once, for the
+        discrepancy rows and for the answer to the delivery."""
+        return differences(self.stored_body, self.later_body, self.ignore, self.content_type)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The paths that differ (at most ``MAX_FIELDS``), for the answer to the later delivery;
+        empty where the diff cannot say (e.g. number formatting)."""
+        return tuple(path for path, _, _ in self.diffs[:MAX_FIELDS] if path)
+
 
 def _storable(text: str) -> str:
     """PostgreSQL text holds neither NUL nor a lone surrogate (JSON may escape one, UTF-8 cannot
@@ -79,9 +92,7 @@ def _text(value: Any) -> str | None:
 
 def discrepancy_rows(conflict: Conflict) -> list[dict[str, Any]]:
     """One discrepancy row per differing path (at most ``MAX_FIELDS``)."""
-    diffs = differences(
-        conflict.stored_body, conflict.later_body, conflict.ignore, conflict.content_type
-    )
+    diffs = conflict.diffs
     if not diffs:  # the fingerprints differ where the diff cannot say (e.g. number formatting)
         diffs = [("", None, None)]
     detail = {
@@ -132,27 +143,6 @@ def open_conflicts(conn: Connection, conflicts: Sequence[Conflict]) -> None:
     unique = {(r["source"], r["record_key"], r["field"]): r for r in rows}
     if unique:
         conn.execute(on_natural_key(insert_for(conn, DISCREPANCIES)), list(unique.values()))
-
-
-def conflicting_fields(
-    conn: Connection,
-    source: str,
-    event_id: str,
-    later_body: bytes,
-    ignore: Sequence[tuple[Segment, ...]] = (),
-    content_type: str | None = None,
-) -> list[str]:
-    """The paths where a conflicting redelivery differs from the stored event (at most
-    ``MAX_FIELDS``), for the answer to that delivery; empty where the diff cannot say."""
-    row = conn.execute(
-        select(INBOX_EVENTS.c.body).where(
-            INBOX_EVENTS.c.source == source, INBOX_EVENTS.c.event_id == event_id
-        )
-    ).first()
-    if row is None:
-        return []
-    diffs = differences(bytes(row.body), later_body, ignore, content_type)
-    return [path for path, _, _ in diffs[:MAX_FIELDS] if path]
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,45 @@
-"""One receiver step, pure: a verified delivery's verdict as the events to store (or the reason
-nothing of it can be stored), with the answer its provider expects.
+"""The receiver's steps that need no server: read the body within its bound, turn a verified
+delivery's verdict into the events to store (or the reason nothing of it can be), and answer what
+was stored. ``reconciler.inbox.receiver`` runs them in order (read the body -> verify -> the items
+of the verdict -> store -> answer); each is unit-tested here without HTTP.
 
-The receiver calls it between verifying and storing; ``hookledger.testing`` calls it to build the
-event a handler would see from a sample delivery, so both read a delivery the same way.
+``hookledger.testing`` calls :func:`items_of` to build the event a handler would see from a sample
+delivery, so a test reads a delivery as the receiver does.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
+
+from starlette.responses import JSONResponse, Response
 
 from connectors.parsing import ParsedEvent, mask_headers
 from connectors.webhooks import Batch, BatchItem, Received, Reply, WebhookRequest
 from reconciler.correlation import correlation_id
 from reconciler.inbox.bounds import event_problem
 from reconciler.inbox.schemes import SourceVerifier
-from reconciler.inbox.store import IncomingEvent, RejectedRecord
+from reconciler.inbox.store import IncomingEvent, RejectedRecord, Stored
+from reconciler.storage.models import DeliveryOutcome
+
+
+class TooLarge(Exception):
+    """The body is larger than ``[receiver] max_body_bytes``."""
+
+
+async def read_body(chunks: AsyncIterator[bytes], declared: str | None, limit: int) -> bytes:
+    """The whole body, refused (:class:`TooLarge`) as soon as it is known to pass ``limit``: from
+    its declared Content-Length before a byte is read, else while it streams in."""
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise TooLarge
+    body = bytearray()
+    async for chunk in chunks:
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge
+    return bytes(body)
 
 
 @dataclass(frozen=True)
@@ -82,3 +106,31 @@ def items_of(
             )
         )
     return Intake(tuple(items), batch.ack)
+
+
+def reply_response(reply: Reply) -> Response:
+    """An answer its provider asks for. A handshake may echo text its caller chose (Dropbox's
+    unsigned challenge): never sniffed as HTML."""
+    return Response(
+        reply.body,
+        status_code=reply.status,
+        media_type=reply.content_type,
+        headers={"X-Content-Type-Options": "nosniff"},
+    )
+
+
+def answer_of(intake: Intake, stored: Sequence[Stored]) -> Response:
+    """The answer once the items are committed: the provider's own where it expects one (a
+    duplicate is acknowledged alike), else each event's outcome, and for a conflict the fields
+    that differ from the stored copy, for whoever sent it."""
+    if intake.ack is not None:
+        return reply_response(intake.ack)
+    answers: list[dict[str, Any]] = []
+    for item, done in zip(intake.items, stored, strict=True):
+        answer: dict[str, Any] = {"status": done.outcome.value, "event_id": item.parsed.event_id}
+        if done.outcome is DeliveryOutcome.CONFLICT:
+            answer["fields"] = list(done.fields)
+        answers.append(answer)
+    if len(answers) == 1:
+        return JSONResponse(answers[0])
+    return JSONResponse({"status": "stored", "events": answers})

@@ -1,7 +1,10 @@
 """The webhook receiver (Starlette ASGI app).
 
-``POST /webhooks/{source}``: read the raw body (bounded), verify the signature for the source's kind,
-insert-if-new the event and append the delivery in one transaction (group-committed), answer 200
+``POST /webhooks/{source}`` runs the receiver's steps in order (:meth:`Receiver.receive`): read the
+raw body (bounded), verify the signature for the source's kind (or confirm the delivery through the
+provider's API), the items of the verdict, insert-if-new the events and append the delivery in one
+transaction (group-committed), then answer. The steps that need no server are functions of
+``reconciler.inbox.intake``, unit-tested there. Answer 200
 ``{"status": "accepted" | "duplicate" | "conflict", "event_id": ...}`` (a conflict is the event
 id again with other content: 2xx, since the first copy is safely stored and a 4xx would make the
 provider retry it for days; it is flagged for an operator, never applied).
@@ -15,9 +18,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
-from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import Engine, text
@@ -28,18 +30,17 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from connectors.webhooks import Handshake, Reply, WebhookRequest
+from connectors.webhooks import Handshake, Verdict, WebhookRequest
 from reconciler.config import Settings
 from reconciler.errors import ConfigError, RejectedDelivery
 from reconciler.inbox.committer import GroupCommitter
 from reconciler.inbox.confirming import ConfirmGate, QueueFull
-from reconciler.inbox.conflicts import conflicting_fields
 from reconciler.inbox.edge import RETRY_AFTER_SECONDS, ConcurrencyLimit
-from reconciler.inbox.intake import items_of
+from reconciler.inbox.intake import Intake, TooLarge, answer_of, items_of, read_body, reply_response
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.metrics import ReceiverMetrics
 from reconciler.inbox.schemes import SourceVerifier
-from reconciler.inbox.store import IncomingEvent, RejectedRecord
+from reconciler.inbox.store import IncomingEvent, RejectedRecord, Stored
 from reconciler.logs import log_delivery
 from reconciler.sources import provider
 from reconciler.storage.models import DeliveryOutcome
@@ -50,10 +51,6 @@ log = logging.getLogger(__name__)
 UNKNOWN_SOURCE_LABEL = "_unknown"
 # what a 503 for the database asks the provider to wait: an outage is seldom over within a second
 STORAGE_RETRY_AFTER_SECONDS = 5
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def build_verifiers(settings: Settings) -> dict[str, SourceVerifier]:
@@ -117,16 +114,6 @@ def confirm_gates(
     }
 
 
-def _answer(reply: Reply) -> Response:
-    # a handshake echoes text its caller chose (Dropbox's unsigned challenge): never sniffed as HTML
-    return Response(
-        reply.body,
-        status_code=reply.status,
-        media_type=reply.content_type,
-        headers={"X-Content-Type-Options": "nosniff"},
-    )
-
-
 def called_url(public_url: str | None, request: Request) -> str:
     """The URL the provider called: behind a proxy the receiver sees its own host and scheme, so
     ``[receiver] public_url`` (with the request's path and query) is what a provider signed."""
@@ -136,75 +123,48 @@ def called_url(public_url: str | None, request: Request) -> str:
     return public_url.rstrip("/") + request.url.path + (f"?{query}" if query else "")
 
 
-def create_app(
-    settings: Settings,
-    engine: Engine,
-    *,
-    verifiers: dict[str, SourceVerifier] | None = None,
-    clock: Callable[[], float] = time.time,
-) -> Starlette:
-    verifiers = build_verifiers(settings) if verifiers is None else verifiers
-    max_body = settings.receiver.max_body_bytes
-    body_timeout = settings.receiver.body_timeout_seconds
-    public_url = settings.receiver.public_url
-    committer = GroupCommitter(
-        engine, writers=settings.receiver.writers, max_batch=settings.receiver.batch_max_size
-    )
-    metrics = ReceiverMetrics(
-        engine,
-        [t.name for t in settings.outbox.targets],
-        [s.name for s in settings.sources if s.enabled],
-        [t.name for t in settings.notify],
-    )
-    unknown_limiter = PerClientLimiter(settings.receiver.unknown_source_log_per_minute)
-    known_limiter = PerClientLimiter(
-        settings.receiver.rejected_log_per_minute, max_clients=1_000, what="configured sources"
-    )
-    gates = confirm_gates(settings, verifiers, metrics)
+class Receiver:
+    """One receiver's parts (its sources' verifiers, the group committer, the limits on logging
+    refusals, the confirmation gates, the metrics) and its endpoints. ``create_app`` assembles it."""
 
-    async def _read_body(request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > max_body:
-            raise _TooLarge
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > max_body:
-                raise _TooLarge
-        return bytes(body)
-
-    async def _reject(
-        record: RejectedRecord, *, known: bool = True, retry_after: int | None = None
-    ) -> Response:
-        log.info(
-            "delivery rejected",
-            extra={"source": record.source, "reason": record.reason, "status": record.status_code},
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        verifiers: dict[str, SourceVerifier],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        receiver = settings.receiver
+        self.engine = engine
+        self.verifiers = verifiers
+        self.clock = clock
+        self.max_body = receiver.max_body_bytes
+        self.body_timeout = receiver.body_timeout_seconds
+        self.public_url = receiver.public_url
+        self.committer = GroupCommitter(
+            engine, writers=receiver.writers, max_batch=receiver.batch_max_size
         )
-        address = record.remote_addr or ""
-        if known:
-            allowed = known_limiter.allow(f"{record.source}\n{address}", clock())
-        else:
-            allowed = unknown_limiter.allow(address, clock())
-        if allowed:
-            try:
-                await committer.submit(record)
-            except Exception:
-                log.exception("could not log a rejected delivery", extra={"source": record.source})
-        else:
-            metrics.unlogged.inc()
-        # Only configured names become label values: strangers cannot grow the metrics.
-        label = record.source if known else UNKNOWN_SOURCE_LABEL
-        metrics.deliveries.labels(label, DeliveryOutcome.REJECTED.value).inc()
-        metrics.rejected.labels(label, str(record.status_code)).inc()
-        return _refusal(record.status_code, record.reason, retry_after)
+        self.metrics = ReceiverMetrics(
+            engine,
+            [t.name for t in settings.outbox.targets],
+            [s.name for s in settings.sources if s.enabled],
+            [t.name for t in settings.notify],
+        )
+        self.unknown_limiter = PerClientLimiter(receiver.unknown_source_log_per_minute)
+        self.known_limiter = PerClientLimiter(
+            receiver.rejected_log_per_minute, max_clients=1_000, what="configured sources"
+        )
+        self.gates = confirm_gates(settings, verifiers, self.metrics)
 
-    async def receive(request: Request) -> Response:
+    async def receive(self, request: Request) -> Response:
+        """``/webhooks/{source}``: the source's verifier and, for a source confirmed through the
+        provider's API, a place in its own queue; then :meth:`_receive`."""
         name: str = request.path_params["source"]
-        verifier = verifiers.get(name)
+        verifier = self.verifiers.get(name)
         if verifier is None:
             remote = request.client.host if request.client else None
             record = RejectedRecord(name, 404, "unknown source", utcnow(), remote)
-            return await _reject(record, known=False)
+            return await self._reject(record, known=False)
         allowed = verifier.provider.methods
         if request.method not in allowed:  # a browser or a probe, not the provider: not logged
             reason = f"method {request.method} not allowed: this source's provider uses " + (
@@ -215,72 +175,92 @@ def create_app(
                 status_code=405,
                 headers={"Allow": ", ".join(allowed)},
             )
-        gate = gates.get(name)
+        gate = self.gates.get(name)
         if gate is None:
-            return await _receive(request, name, verifier, None)
+            return await self._receive(request, verifier, None)
         try:
             with gate.place():  # its own queue: never the shared slots (edge.ConcurrencyLimit)
-                return await _receive(request, name, verifier, gate)
+                return await self._receive(request, verifier, gate)
         except QueueFull:
-            metrics.confirm_busy.labels(name).inc()
+            self.metrics.confirm_busy.labels(name).inc()
             reason = f"{gate.queue} deliveries of this source are waiting for the provider's API"
             return _refusal(503, reason)
 
     async def _receive(
-        request: Request, name: str, verifier: SourceVerifier, gate: ConfirmGate | None
+        self, request: Request, verifier: SourceVerifier, gate: ConfirmGate | None
     ) -> Response:
+        """The steps: read the body -> verify -> the items of the verdict -> store -> answer."""
+        name = verifier.source.name
         arrived = time.perf_counter()
         received_at = utcnow()
         remote = request.client.host if request.client else None
-        try:
-            async with asyncio.timeout(body_timeout):
-                body = await _read_body(request)
-        except _TooLarge:
-            reason = f"body larger than {max_body} bytes"
-            return await _reject(RejectedRecord(name, 413, reason, received_at, remote))
-        except TimeoutError:
-            reason = f"body not received in full within {body_timeout:g} s"
-            return await _reject(RejectedRecord(name, 408, reason, received_at, remote))
-        except ClientDisconnect:
-            # nobody is left to answer, and nothing was stored: one line, not a traceback
-            log.info("client disconnected before sending the whole body", extra={"source": name})
-            metrics.disconnected.labels(name).inc()
-            return Response(status_code=400)
-        headers = dict(request.headers)  # Starlette lower-cases header names
+        body = await self._read_body(request, name, received_at, remote)
+        if isinstance(body, Response):
+            return body
         incoming = WebhookRequest(
             method=request.method,
-            url=called_url(public_url, request),
-            headers=headers,
+            url=called_url(self.public_url, request),
+            headers=dict(request.headers),  # Starlette lower-cases header names
             body=body,
-            now=clock(),
+            now=self.clock(),
             query=tuple(request.query_params.multi_items()),
         )
         try:
-            if gate is not None:  # a call to the provider, on the gate's own threads
-                verifier.check_credentials(incoming)
-                verdict = await gate.ask(incoming)
-            else:
-                verdict = verifier.verify(incoming)
+            verdict = await self._verify(verifier, gate, incoming)
         except RejectedDelivery as exc:
-            return await _reject(
-                RejectedRecord(name, exc.status_code, exc.reason, received_at, remote),
-                retry_after=exc.retry_after,
-            )
+            record = RejectedRecord(name, exc.status_code, exc.reason, received_at, remote)
+            return await self._reject(record, retry_after=exc.retry_after)
         if isinstance(verdict, Handshake):
-            return await _handshake(name, verdict, received_at, remote)
+            return await self._handshake(name, verdict, received_at, remote)
         intake = items_of(verifier, verdict, incoming, received_at, remote)
         if isinstance(intake, RejectedRecord):  # nothing of it is stored: the provider resends it
-            return await _reject(intake)
-        items = list(intake.items)
+            return await self._reject(intake)
         try:
-            outcomes = await committer.submit_all(items)
+            stored = await self.committer.submit_all(intake.items)
         except Exception:
             # Not stored, so not acknowledged: the provider will retry.
-            log.exception("storing a delivery failed", extra=_fields(items[0]))
+            log.exception("storing a delivery failed", extra=_fields(intake.items[0]))
             return _refusal(503, "storage unavailable", STORAGE_RETRY_AFTER_SECONDS)
-        for item, outcome in zip(items, outcomes, strict=True):
-            metrics.deliveries.labels(name, outcome.value).inc()
-            if outcome is DeliveryOutcome.CONFLICT:
+        self._record(name, intake, stored, arrived)
+        return answer_of(intake, stored)
+
+    async def _read_body(
+        self, request: Request, name: str, received_at: datetime, remote: str | None
+    ) -> bytes | Response:
+        """The body within ``[receiver] max_body_bytes`` and ``body_timeout_seconds``, or the
+        refusal already answered."""
+        declared = request.headers.get("content-length")
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                return await read_body(request.stream(), declared, self.max_body)
+        except TooLarge:
+            reason = f"body larger than {self.max_body} bytes"
+            return await self._reject(RejectedRecord(name, 413, reason, received_at, remote))
+        except TimeoutError:
+            reason = f"body not received in full within {self.body_timeout:g} s"
+            return await self._reject(RejectedRecord(name, 408, reason, received_at, remote))
+        except ClientDisconnect:
+            # nobody is left to answer, and nothing was stored: one line, not a traceback
+            log.info("client disconnected before sending the whole body", extra={"source": name})
+            self.metrics.disconnected.labels(name).inc()
+            return Response(status_code=400)
+
+    @staticmethod
+    async def _verify(
+        verifier: SourceVerifier, gate: ConfirmGate | None, incoming: WebhookRequest
+    ) -> Verdict:
+        """The provider's verdict (RejectedDelivery when refused): its signature checked here, or
+        the delivery confirmed through its API on the gate's own threads."""
+        if gate is None:
+            return verifier.verify(incoming)
+        verifier.check_credentials(incoming)
+        return await gate.ask(incoming)
+
+    def _record(self, name: str, intake: Intake, stored: Sequence[Stored], arrived: float) -> None:
+        """Count and log each stored item (a conflict is a warning: kept, never applied)."""
+        for item, done in zip(intake.items, stored, strict=True):
+            self.metrics.deliveries.labels(name, done.outcome.value).inc()
+            if done.outcome is DeliveryOutcome.CONFLICT:
                 log.warning(
                     "a redelivery with other content: kept, not applied", extra=_fields(item)
                 )
@@ -289,40 +269,39 @@ def create_app(
                     log,
                     _fields(item),
                     item.parsed.event_type,
-                    outcome.value,
+                    done.outcome.value,
                     time.perf_counter() - arrived,
                 )
-        metrics.ack_seconds.labels(name).observe(time.perf_counter() - arrived)
-        if intake.ack is not None:  # what the provider expects (a duplicate is acknowledged alike)
-            return _answer(intake.ack)
-        answers: list[dict[str, Any]] = [
-            {"status": o.value, "event_id": i.parsed.event_id}
-            for i, o in zip(items, outcomes, strict=True)
-        ]
-        for answer, item, outcome in zip(answers, items, outcomes, strict=True):
-            if outcome is DeliveryOutcome.CONFLICT:  # which fields differ, for whoever sent it
-                answer["fields"] = await asyncio.to_thread(_conflict_fields, item)
-        if len(items) == 1:
-            return JSONResponse(answers[0])
-        return JSONResponse({"status": "stored", "events": answers})
+        self.metrics.ack_seconds.labels(name).observe(time.perf_counter() - arrived)
 
-    def _conflict_fields(item: IncomingEvent) -> list[str]:
-        try:
-            with engine.connect() as conn:
-                return conflicting_fields(
-                    conn,
-                    item.source,
-                    item.parsed.event_id,
-                    item.body,
-                    item.fingerprint_ignore,
-                    item.content_type,
-                )
-        except Exception:  # stored and flagged already: the answer goes out without the list
-            log.warning("could not list a conflict's fields", extra=_fields(item))
-            return []
+    async def _reject(
+        self, record: RejectedRecord, *, known: bool = True, retry_after: int | None = None
+    ) -> Response:
+        """The refusal, logged as a delivery unless its sender passed its limit (then counted)."""
+        log.info(
+            "delivery rejected",
+            extra={"source": record.source, "reason": record.reason, "status": record.status_code},
+        )
+        address = record.remote_addr or ""
+        if known:
+            allowed = self.known_limiter.allow(f"{record.source}\n{address}", self.clock())
+        else:
+            allowed = self.unknown_limiter.allow(address, self.clock())
+        if allowed:
+            try:
+                await self.committer.submit(record)
+            except Exception:
+                log.exception("could not log a rejected delivery", extra={"source": record.source})
+        else:
+            self.metrics.unlogged.inc()
+        # Only configured names become label values: strangers cannot grow the metrics.
+        label = record.source if known else UNKNOWN_SOURCE_LABEL
+        self.metrics.deliveries.labels(label, DeliveryOutcome.REJECTED.value).inc()
+        self.metrics.rejected.labels(label, str(record.status_code)).inc()
+        return _refusal(record.status_code, record.reason, retry_after)
 
     async def _handshake(
-        name: str, verdict: Handshake, received_at: datetime, remote: str | None
+        self, name: str, verdict: Handshake, received_at: datetime, remote: str | None
     ) -> Response:
         record = RejectedRecord(
             name,
@@ -333,61 +312,72 @@ def create_app(
             outcome=DeliveryOutcome.HANDSHAKE,
         )
         try:
-            await committer.submit(record)
+            await self.committer.submit(record)
         except Exception:  # the answer matters more than its log line
             log.exception("could not log a handshake", extra={"source": name})
-        metrics.deliveries.labels(name, DeliveryOutcome.HANDSHAKE.value).inc()
+        self.metrics.deliveries.labels(name, DeliveryOutcome.HANDSHAKE.value).inc()
         log.info("handshake answered: %s", verdict.what, extra={"source": name})
-        return _answer(verdict.reply)
+        return reply_response(verdict.reply)
 
-    def _db_ok() -> bool:
-        with engine.connect() as conn:
+    def _db_ok(self) -> bool:
+        with self.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
         return True
 
-    async def healthz(request: Request) -> Response:
+    async def healthz(self, request: Request) -> Response:
         try:
-            await asyncio.to_thread(_db_ok)
+            await asyncio.to_thread(self._db_ok)
         except Exception as exc:
             log.warning("health check failed: %s", exc.__class__.__name__)
             return _refusal(503, "database unreachable", STORAGE_RETRY_AFTER_SECONDS)
         return JSONResponse({"status": "ok"})
 
-    async def metrics_endpoint(request: Request) -> Response:
-        payload = await asyncio.to_thread(generate_latest, metrics.registry)
+    async def metrics_endpoint(self, request: Request) -> Response:
+        payload = await asyncio.to_thread(generate_latest, self.metrics.registry)
         return Response(payload, media_type=CONTENT_TYPE_LATEST)
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        return JSONResponse(_reject_body(str(exc.detail), "error"), status_code=exc.status_code)
-
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await committer.start()
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        await self.committer.start()
         try:
             yield
         finally:
-            await committer.stop()
-            for gate in gates.values():
+            await self.committer.stop()
+            for gate in self.gates.values():
                 gate.close()
-            for verifier in verifiers.values():
+            for verifier in self.verifiers.values():
                 verifier.close()
 
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse(_reject_body(str(exc.detail), "error"), status_code=exc.status_code)
+
+
+def create_app(
+    settings: Settings,
+    engine: Engine,
+    *,
+    verifiers: dict[str, SourceVerifier] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Starlette:
+    verifiers = build_verifiers(settings) if verifiers is None else verifiers
+    receiver = Receiver(settings, engine, verifiers, clock)
     return Starlette(
         routes=[
             # GET too, for a provider that notifies with one; each source's provider says which
-            Route("/webhooks/{source}", receive, methods=["POST", "GET"]),
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/metrics", metrics_endpoint, methods=["GET"]),
+            Route("/webhooks/{source}", receiver.receive, methods=["POST", "GET"]),
+            Route("/healthz", receiver.healthz, methods=["GET"]),
+            Route("/metrics", receiver.metrics_endpoint, methods=["GET"]),
         ],
-        exception_handlers={HTTPException: http_error},
-        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error},
+        lifespan=receiver.lifespan,
         middleware=[
             Middleware(
                 ConcurrencyLimit,
                 limit=settings.receiver.limit_concurrency,
-                on_refused=metrics.busy.inc,
-                exempt=frozenset(f"/webhooks/{name}" for name in gates),
+                on_refused=receiver.metrics.busy.inc,
+                exempt=frozenset(f"/webhooks/{name}" for name in receiver.gates),
             )
         ],
     )

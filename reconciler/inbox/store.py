@@ -69,6 +69,15 @@ class RejectedRecord:
 Item = IncomingEvent | RejectedRecord
 
 
+@dataclass(frozen=True)
+class Stored:
+    """What became of one item: its outcome, and for a conflict the paths where it differs from
+    the stored copy (computed in the storing transaction, for the answer to its sender)."""
+
+    outcome: DeliveryOutcome
+    fields: tuple[str, ...] = ()
+
+
 EVENT_COLUMNS = (
     "source",
     "event_id",
@@ -126,8 +135,8 @@ STORE_ONE_EVENT = CompiledOnce(
 )
 
 
-def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome]:
-    """Store a batch in the caller's transaction; return each item's outcome, in order.
+def store_items(conn: Connection, items: Sequence[Item]) -> list[Stored]:
+    """Store a batch in the caller's transaction; return what became of each item, in order.
 
     All events go in one executemany of ``INSERT ... ON CONFLICT DO NOTHING RETURNING source, event_id``
     (SQLAlchemy sends it as multi-row statements): the keys returned are the new events. Every other
@@ -163,12 +172,12 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
             first.setdefault(e.key, e)
     stored = _stored_contents(conn, [e for e in events if e.key not in first], contents)
 
-    outcomes: list[DeliveryOutcome] = []
+    outcomes: list[Stored] = []
     deliveries: list[dict[str, Any]] = []
     conflicts: list[Conflict] = []
     for item in items:
         if isinstance(item, RejectedRecord):
-            outcomes.append(item.outcome)
+            outcomes.append(Stored(item.outcome))
             deliveries.append(
                 {
                     **rejected_row_values(
@@ -182,39 +191,38 @@ def store_items(conn: Connection, items: Sequence[Item]) -> list[DeliveryOutcome
             continue
         row = _delivery_row(item)
         if first.get(item.key) is item:
-            outcomes.append(DeliveryOutcome.ACCEPTED)
+            outcomes.append(Stored(DeliveryOutcome.ACCEPTED))
             deliveries.append({**row, "outcome": DeliveryOutcome.ACCEPTED})
             continue
         mine = contents[id(item)]
         theirs = _compared_with(item, first, stored, contents)
         if theirs is None or theirs[0] == mine:  # (None: the stored copy is gone: pruned meanwhile)
-            outcomes.append(DeliveryOutcome.DUPLICATE)
+            outcomes.append(Stored(DeliveryOutcome.DUPLICATE))
             deliveries.append(row)
             continue
-        outcomes.append(DeliveryOutcome.CONFLICT)
         # (a row of its own, with the columns no other delivery row has: the batch's executemany
         # needs one set of columns)
         row.update(outcome=DeliveryOutcome.CONFLICT, fingerprint=mine, body=item.body)
         delivery_row = conn.execute(insert(DELIVERIES).returning(DELIVERIES.c.id), row).scalar_one()
         p = item.parsed
-        conflicts.append(
-            Conflict(
-                source=item.source,
-                event_id=p.event_id,
-                event_type=p.event_type,
-                object_type=p.object_type,
-                object_id=p.object_id,
-                occurred_at=p.occurred_at,
-                stored_body=theirs[1],
-                stored_fingerprint=theirs[0],
-                later_body=item.body,
-                later_fingerprint=mine,
-                delivery_row=int(delivery_row),
-                received_at=item.received_at,
-                ignore=item.fingerprint_ignore,
-                content_type=item.content_type,
-            )
+        conflict = Conflict(
+            source=item.source,
+            event_id=p.event_id,
+            event_type=p.event_type,
+            object_type=p.object_type,
+            object_id=p.object_id,
+            occurred_at=p.occurred_at,
+            stored_body=theirs[1],
+            stored_fingerprint=theirs[0],
+            later_body=item.body,
+            later_fingerprint=mine,
+            delivery_row=int(delivery_row),
+            received_at=item.received_at,
+            ignore=item.fingerprint_ignore,
+            content_type=item.content_type,
         )
+        conflicts.append(conflict)
+        outcomes.append(Stored(DeliveryOutcome.CONFLICT, conflict.fields))
     if deliveries:
         conn.execute(insert(DELIVERIES), deliveries)
     open_conflicts(conn, conflicts)
@@ -234,19 +242,19 @@ def _delivery_row(item: IncomingEvent) -> dict[str, Any]:
     }
 
 
-_Stored = dict[tuple[str, str], tuple[str | None, bytes | None]]
+_Copies = dict[tuple[str, str], tuple[str | None, bytes | None]]
 
 
 def _stored_contents(
     conn: Connection, redelivered: Sequence[IncomingEvent], contents: dict[int, str]
-) -> _Stored:
+) -> _Copies:
     """The inbox's fingerprint of each redelivered key; its body too where the redelivery's
     fingerprint differs or the row has none (stored before fingerprints): a duplicate costs one
     narrow read, a conflict one more."""
     keys = sorted({e.key for e in redelivered})
     if not keys:
         return {}
-    found: _Stored = {}
+    found: _Copies = {}
     for source, event_id, content in conn.execute(
         select(EVENTS.c.source, EVENTS.c.event_id, EVENTS.c.fingerprint).where(
             tuple_(EVENTS.c.source, EVENTS.c.event_id).in_(keys)
@@ -269,7 +277,7 @@ def _stored_contents(
 def _compared_with(
     item: IncomingEvent,
     first: dict[tuple[str, str], IncomingEvent],
-    stored: _Stored,
+    stored: _Copies,
     contents: dict[int, str],
 ) -> tuple[str, bytes] | None:
     """(fingerprint, body) of the copy ``item`` is a redelivery of (body: only when needed)."""

@@ -129,7 +129,8 @@ def backfill(
     record = connector.fetch_event(event_id)
     item = _incoming(source, record)
     with engine.begin() as conn:
-        [outcome] = store_items(conn, [item])
+        [stored] = store_items(conn, [item])
+        outcome = stored.outcome
         # the event is in the inbox now: "not received" is answered, whatever the next run says
         closed = conn.execute(
             update(DISCREPANCIES)

@@ -165,7 +165,7 @@ def test_two_versions_in_one_batch_and_rows_stored_before_fingerprints(engine: E
     _, two = stripe("evt_B", status="void")
     with engine.begin() as conn:
         outcomes = store_items(conn, [_item(one), _item(one), _item(two)])
-    assert [o.value for o in outcomes] == ["accepted", "duplicate", "conflict"]
+    assert [o.outcome.value for o in outcomes] == ["accepted", "duplicate", "conflict"]
     # a row stored before migration 0011 has no fingerprint: its body is compared
     _, old = stripe("evt_OLD")
     with engine.begin() as conn:
@@ -177,7 +177,7 @@ def test_two_versions_in_one_batch_and_rows_stored_before_fingerprints(engine: E
         )
     _, old_changed = stripe("evt_OLD", amount_paid=1)
     with engine.begin() as conn:
-        assert [o.value for o in store_items(conn, [_item(old), _item(old_changed)])] == [
+        assert [o.outcome.value for o in store_items(conn, [_item(old), _item(old_changed)])] == [
             "duplicate",
             "conflict",
         ]
@@ -195,7 +195,7 @@ def test_a_conflict_whose_values_hold_a_lone_surrogate_or_nul_is_stored(engine: 
     two = b'{"id": "evt_S", "object": "event", "type": "t", "data": {"object": {"x": "\\ud93f\\u0000b"}}}'
     with engine.begin() as conn:
         outcomes = store_items(conn, [_item(one), _item(two)])
-    assert [o.value for o in outcomes] == ["accepted", "conflict"]
+    assert [o.outcome.value for o in outcomes] == ["accepted", "conflict"]
     [d] = discrepancies(engine)
     assert (d.field, d.local_value, d.source_value) == ("data.object.x", "a", "\\ud93f\\u0000b")
 
@@ -334,7 +334,7 @@ def test_accepted_rejected_and_conflicting_deliveries_share_one_batch(engine: En
         ),
     ):
         with engine.begin() as conn:
-            assert [o.value for o in store_items(conn, items)] == expected
+            assert [o.outcome.value for o in store_items(conn, items)] == expected
     rows = delivery_rows(engine)
     assert [r.outcome for r in rows].count("rejected") == 2
     assert all((r.body is not None) == (r.outcome == "conflict") for r in rows)

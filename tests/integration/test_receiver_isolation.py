@@ -25,7 +25,7 @@ from connectors.parsing import ParsedEvent
 from reconciler.inbox.committer import GroupCommitter
 from reconciler.inbox.limiter import PerClientLimiter
 from reconciler.inbox.receiver import create_app
-from reconciler.inbox.store import IncomingEvent
+from reconciler.inbox.store import IncomingEvent, Stored
 from reconciler.logs import _FieldsFormatter
 from reconciler.storage.models import DELIVERIES, INBOX_EVENTS, DeliveryOutcome
 from tests.conftest import make_settings
@@ -129,7 +129,7 @@ def test_a_batch_the_database_refuses_is_retried_item_by_item(engine: Engine) ->
     results = asyncio.run(run())
     failures = [r for r in results if isinstance(r, BaseException)]
     assert len(failures) == 1 and results.index(failures[0]) == 7
-    assert results.count(DeliveryOutcome.ACCEPTED) == 20
+    assert results.count(Stored(DeliveryOutcome.ACCEPTED)) == 20
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(INBOX_EVENTS)).scalar_one() == 20
 
@@ -157,9 +157,9 @@ def test_a_providers_batch_is_stored_whole_or_not_at_all_beside_its_neighbours(
             await committer.stop()
 
     results = asyncio.run(run())
-    assert results[0] == [DeliveryOutcome.ACCEPTED, DeliveryOutcome.ACCEPTED]
+    assert results[0] == [Stored(DeliveryOutcome.ACCEPTED)] * 2
     assert isinstance(results[1], BaseException)
-    assert results[2:] == [DeliveryOutcome.ACCEPTED] * 5
+    assert results[2:] == [Stored(DeliveryOutcome.ACCEPTED)] * 5
     with engine.connect() as conn:
         ids = set(conn.execute(select(INBOX_EVENTS.c.event_id)).scalars())
     assert ids == {"evt_b1", "evt_b2", *(f"evt_{i}" for i in range(5))}  # no evt_c1, no evt_c3
