@@ -13,21 +13,25 @@ holds it):
    migrations, dialect pieces).
 2. The team's own outgoing calls and API: ``outbox/`` (the transactional outbox: writer, claims,
    publisher) and ``idempotency/`` (Idempotency-Key middleware for the team's ASGI API).
-3. ``inbox/``: receiver (signature, one transaction, group commit), store, worker, forwarder, metrics.
+3. ``inbox/``: ``receiver`` (its steps: read the body -> verify -> ``intake``'s items of the verdict
+   -> the group-committed store -> the answer), ``store``, ``worker`` (claim -> dispatch -> loop;
+   ``attempts`` owns each attempt's start and outcome, ``applying`` a handler's transaction), forwarder,
+   metrics.
 4. ``reconcile/``: ``run`` (one run of one source: a page goes fetch -> ``lookup`` -> ``page_judge``
    -> the store's write, looked up ahead by ``pipeline``), ``judge`` (pure: findings and fix rules),
    ``compare`` (pure value rules), ``store/`` (one scan store per database and the closing passes),
    ``closing``, ``business`` (the business tables a check reads), ``lease``, ``history``, ``summary``,
    ``export`` (CSV), ``repair`` (backfill, replay, resolve).
 5. ``ops/``: read models and actions the CLI, the scheduler and the dashboard share.
-6. ``schedule`` (APScheduler), ``demo/``, ``dashboard_process`` (how the dashboard is started).
+6. ``schedule`` (APScheduler), ``demo/``, ``dashboard_process`` (how the dashboard is started),
+   ``testkit/`` (what ``hookledger.testing`` hands a handler's tests).
 7. ``cli/``: the ``hookledger`` command.
 8. ``docs``: the reference pages (docs/configuration.md, docs/cli.md) generated from the settings
    models and the command parser (``python -m reconciler.docs``).
 9. ``dashboard/`` (a package of its own): Streamlit pages that only render.
 
-Above them all, ``hookledger/``: the public names an application and a provider package import
-(docs/api.md), re-exported from these floors; everything else here may move.
+Above them all, ``hookledger/``: the public names an application, its tests and a provider package
+import (docs/api.md), re-exported from these floors; everything else here may move.
 """
 
 __version__ = "0.1.0"

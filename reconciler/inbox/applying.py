@@ -18,23 +18,19 @@ from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, update
 from sqlalchemy.exc import OperationalError
 
 from reconciler.errors import AmbiguousError
 from reconciler.inbox.applied import BusinessSide, Mark, insert_mark
+from reconciler.inbox.attempts import Attempts, LeaseLost
 from reconciler.inbox.handlers import Business, Event, Handler, Verdict, Verify, verdict_of
-from reconciler.inbox.starts import Starts
 from reconciler.inbox.write_lock import WriteLockWatch
 from reconciler.outbox.writer import Outbox, insert_message
 from reconciler.storage.models import INBOX_EVENTS as EVENTS
 from reconciler.storage.models import EventStatus
-
-
-class LeaseLost(Exception):
-    """Another worker holds the event now: this attempt's writes rolled back."""
 
 
 class _AppliedBefore(Exception):
@@ -43,20 +39,6 @@ class _AppliedBefore(Exception):
 
 class _NotDone(Exception):
     """verify found the earlier attempt did not take effect (or cannot tell): nothing to commit."""
-
-
-class Finish(Protocol):
-    """The worker's outcome statement (``Worker._finish``), run in the committing transaction."""
-
-    def __call__(
-        self,
-        conn: Connection,
-        event: Event,
-        status: EventStatus,
-        started: datetime,
-        *,
-        error: str | None = None,
-    ) -> None: ...
 
 
 # a no-op write that checks the lease and locks the event's row for the rest of the transaction
@@ -80,8 +62,7 @@ class Applier:
         handler_engine: Engine,
         business_engine: Engine | None,
         business: Business,
-        starts: Starts,
-        finish: Finish,
+        attempts: Attempts,
         *,
         locks: WriteLockWatch | None,
         targets: frozenset[str],
@@ -93,8 +74,7 @@ class Applier:
         self._handler_engine = handler_engine  # SQLite: BEGIN DEFERRED
         self._business_engine = business_engine  # None: the inbox's database
         self._business = business
-        self._starts = starts
-        self._finish = finish
+        self._attempts = attempts  # counts each start, writes each outcome
         self._locks = locks
         self._targets = targets
         self._max_payload = max_payload_bytes
@@ -127,9 +107,9 @@ class Applier:
                 # another writer committed: run the handler again holding the lock from the start.
                 self._attempt(fn, event, started, self.engine, note)
         except _AppliedBefore:
-            with self._starts.transaction(self.engine) as conn:
+            with self._attempts.transaction() as conn:
                 note = "applied by an earlier attempt (its mark is in hookledger_applied)"
-                self._finish(conn, event, EventStatus.PROCESSED, started, error=note)
+                self._attempts.finish(conn, event, EventStatus.PROCESSED, started, error=note)
 
     def _attempt(
         self,
@@ -145,7 +125,7 @@ class Applier:
         try:
             with (
                 self._watch_lock(event.source, fn) as listen,
-                self._starts.transaction(engine) as conn,
+                self._attempts.transaction(engine) as conn,
             ):
                 listen(conn)
                 side = own or BusinessSide(self.engine, shared=conn)
@@ -160,7 +140,7 @@ class Applier:
                     self._fence(conn, event)  # holds the event's row until the inbox side commits
                     if not own.commit(mark, self._clock()):
                         note = "its business writes were applied by an earlier attempt: rolled back"
-                self._finish(conn, event, EventStatus.PROCESSED, started, error=note)
+                self._attempts.finish(conn, event, EventStatus.PROCESSED, started, error=note)
         finally:
             if own is not None:
                 own.close()

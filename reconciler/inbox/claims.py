@@ -165,7 +165,7 @@ def release_unstarted(
     conn: Connection, ids: list[int], owner: str, now: datetime, given_back: int = 0
 ) -> None:
     """Claimed events not started give their lease back (a worker shutting down): due now, with
-    ``given_back`` attempts fewer (a start counted ahead, ``inbox.starts``), where ``owner`` still
+    ``given_back`` attempts fewer (a start counted ahead, ``inbox.attempts``), where ``owner`` still
     holds them."""
     if not ids:
         return

@@ -5,9 +5,11 @@ whose worker died is due again when its lease runs out. Completion is guarded by
 worker that lost its lease cannot overwrite the new owner's result, and its handler's writes roll
 back.
 
-An attempt is counted when it starts, not when it is claimed (``inbox.starts``): committed before
-its handler runs, with the previous event's outcome where there is one. Applying it, and committing
-its writes with the event's applied mark, is ``inbox.applying``'s. While the worker loops, its leases
+The worker claims, dispatches each event (to its handler, a forward URL, or nowhere) and loops.
+An attempt's start and its outcome are ``inbox.attempts``': counted when it starts (committed before
+its handler runs, with the previous event's outcome where there is one), its outcome guarded by the
+lease owner. Applying it, and committing its writes with the event's applied mark, is
+``inbox.applying``'s. While the worker loops, its leases
 are renewed (``inbox.leases``), unless a supervisor does that (``inbox.supervisor``, the
 ``hookledger worker`` command: each worker a process that can be abandoned when it hangs).
 """
@@ -20,18 +22,18 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from sqlalchemy import Connection, Engine, bindparam, insert, update
+from sqlalchemy import Engine
 
 from reconciler.config import Settings
-from reconciler.errors import TransientError
 from reconciler.inbox.applied import ensure_applied_table
-from reconciler.inbox.applying import Applier, LeaseLost
-from reconciler.inbox.claims import claim_batch, release_unstarted
+from reconciler.inbox.applying import Applier
+from reconciler.inbox.attempts import Attempts, LeaseLost
+from reconciler.inbox.claims import claim_batch
 from reconciler.inbox.current import CurrentObjects
 from reconciler.inbox.forward import forward_event, make_forward_client
 from reconciler.inbox.handlers import (
@@ -42,14 +44,10 @@ from reconciler.inbox.handlers import (
 )
 from reconciler.inbox.ignored import IgnoredLog
 from reconciler.inbox.leases import LeaseKeeper
-from reconciler.inbox.retry import failure_of
-from reconciler.inbox.starts import Starts
 from reconciler.inbox.write_lock import WriteLockWatch
 from reconciler.process import lease_owner
 from reconciler.storage.dialect import single_writer
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
-from reconciler.storage.models import INBOX_EVENTS as EVENTS
-from reconciler.storage.models import PROCESSING_ATTEMPTS as ATTEMPTS
 from reconciler.storage.models import ErrorClass, EventStatus
 from reconciler.storage.types import utcnow
 
@@ -57,23 +55,6 @@ if TYPE_CHECKING:
     from reconciler.inbox.worker_metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
-
-
-# Built once: per-event statements built per call spend most of their time in SQLAlchemy's
-# coercion and cache-key code.
-_OWNED = (
-    EVENTS.c.id == bindparam("b_id"),
-    EVENTS.c.lease_owner == bindparam("b_owner"),
-    EVENTS.c.status == EventStatus.PROCESSING,
-)
-_FINISH = update(EVENTS).where(*_OWNED)  # SET columns come from the parameter names
-_START = (
-    update(EVENTS)
-    .where(*_OWNED)
-    .values(attempts=EVENTS.c.attempts + 1, attempt_started_at=bindparam("b_now"))
-    .returning(EVENTS.c.attempts)
-)
-_RECORD_ATTEMPT = insert(ATTEMPTS)
 
 
 @dataclass
@@ -110,7 +91,6 @@ class Worker:
         self._on_attempt = on_attempt
         # SQLite: the handler's transaction takes the write lock at its first write (module doc).
         self._handler_engine = engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
-        self._starts = Starts(self._count_start, self._will_run)
         self._locks = (
             WriteLockWatch(
                 settings.worker.sqlite_lock_warn_seconds,
@@ -119,7 +99,6 @@ class Worker:
             if single_writer(engine)
             else None
         )
-        self._expired: set[int] = set()  # claimed after their lease ran out
         self._ignored = IgnoredLog()
         self._current = CurrentObjects(settings)  # thin notifications' look-ups
         self.settings = settings
@@ -128,8 +107,8 @@ class Worker:
         self.worker_id = worker_id or lease_owner()
         self._client = client
         self._clock = clock
-        self._rng = rng or random.Random()
         self.stats = WorkerStats()
+        self._attempts = Attempts(engine, self.cfg, self.worker_id, clock, rng or random.Random())
         self._forward_urls = {
             s.name: s.forward_url or self.cfg.forward_url for s in settings.sources
         }
@@ -143,8 +122,7 @@ class Worker:
             self._handler_engine,
             self._business_engine,
             self._business,
-            self._starts,
-            self._finish,
+            self._attempts,
             locks=self._locks,
             targets=frozenset(t.name for t in settings.outbox.targets),
             max_payload_bytes=settings.outbox.max_payload_bytes,
@@ -161,7 +139,7 @@ class Worker:
             claimed, expired = claim_batch(
                 conn, now, lease_until, limit or self.cfg.batch_size, self.worker_id
             )
-        self._expired.update(expired)
+        self._attempts.claimed(expired)
         self.stats.claimed += len(claimed)
         return claimed
 
@@ -172,185 +150,63 @@ class Worker:
 
         ``then``: the event processed next, whose attempt is counted with this one's outcome.
         """
-        if self.metrics is None:
-            return self._process(event, then)
         began = time.perf_counter()
         status = self._process(event, then)
-        self.metrics.observe(event.source, status, time.perf_counter() - began)
+        self.stats.add(status)
+        if self.metrics is not None:
+            self.metrics.observe(event.source, status, time.perf_counter() - began)
         return status
 
     def _process(self, event: Event, then: Event | None) -> EventStatus | None:
-        self._starts.next_is(then)
+        self._attempts.next_is(then)
         started = self._clock()
         extra = {
             "source": event.source,
             "event_id": event.event_id,
             "correlation_id": event.correlation_id,
         }
-        expired = event.id in self._expired
-        self._expired.discard(event.id)
-        if expired and event.attempt >= self.cfg.max_attempts:
-            # The last allowed attempt started and its lease ran out: the worker died or hung.
-            err = TransientError("lease expired after the last attempt (worker died or timed out)")
-            return self._record_failure(event, err, started, force_dead=True)
-        if expired and event.hangs >= self.cfg.max_hangs:
-            err = TransientError(
-                f"hung: {event.hangs} attempts never came back (timed out or their worker died; "
-                f"[worker] max_hangs = {self.cfg.max_hangs}), the last one's lease ran out"
-            )
-            return self._record_failure(event, err, started, force_dead=True, hung=True)
-        fn = self.registry.find(event.source, event.event_type)
+        if lost := self._attempts.lost_to_a_hang(event):
+            # the last allowed attempt started and its lease ran out: the worker died or hung
+            err, hung = lost
+            return self._attempts.fail(event, err, started, force_dead=True, hung=hung)
         try:
-            event = self._start(event)
+            event = self._attempts.begin(event)
             if self._on_attempt is not None:
                 self._on_attempt(event)
-            if fn is not None:
-                event = self._current.of(event)
-            verify = self.registry.verifier(event.source, event.event_type)
-            if fn is not None and verify is not None and event.error_class == ErrorClass.AMBIGUOUS:
-                self._applier.verify_then_apply(fn, verify, event, started)
-                outcome = EventStatus.PROCESSED
-            elif fn is not None:
-                self._applier.apply(fn, event, started)
-                outcome = EventStatus.PROCESSED
-            elif target := self._forward_urls.get(event.source) or self.cfg.forward_url:
-                forward_event(self._http(), target, event)
-                with self._starts.transaction(self.engine) as conn:
-                    self._finish(conn, event, EventStatus.PROCESSED, started)
-                outcome = EventStatus.PROCESSED
-            else:
-                with self._starts.transaction(self.engine) as conn:
-                    self._finish(conn, event, EventStatus.IGNORED, started)
-                outcome = EventStatus.IGNORED
-                self._ignored.note(event)
+            outcome = self._dispatch(event, started)
         except LeaseLost:
             log.warning(
                 "lease lost; the attempt's writes rolled back, another worker owns the event now",
                 extra=extra,
             )
-            self.stats.add(None)
             return None
         except Exception as exc:
-            return self._record_failure(event, exc, started)
+            return self._attempts.fail(event, exc, started)
         finally:
             if self._on_attempt is not None:
                 self._on_attempt(None)
         log.debug("event %s", outcome.value, extra=extra)
-        self.stats.add(outcome)
         return outcome
 
-    def _start(self, event: Event) -> Event:
-        """The event with its attempt counted, committed before anything of it runs."""
-        attempts = self._starts.start(self.engine, event)
-        if attempts is None:
-            raise LeaseLost
-        return replace(event, attempt=attempts)
-
-    def _count_start(self, conn: Connection, event: Event) -> int | None:
-        params = {"b_id": event.id, "b_owner": self.worker_id, "b_now": self._clock()}
-        value = conn.execute(_START, params).scalar()
-        return None if value is None else int(value)
-
-    def _will_run(self, event: Event) -> bool:
-        return not (event.id in self._expired and event.attempt >= self.cfg.max_attempts)
-
-    def _finish(
-        self,
-        conn: Connection,
-        event: Event,
-        status: EventStatus,
-        started: datetime,
-        *,
-        error_class: ErrorClass | None = None,
-        error: str | None = None,
-        next_attempt_at: datetime | None = None,
-    ) -> None:
-        now = self._clock()
-        done = status in (EventStatus.PROCESSED, EventStatus.IGNORED)
-        result = conn.execute(
-            _FINISH,
-            {
-                "b_id": event.id,
-                "b_owner": self.worker_id,
-                "status": status,
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "attempt_started_at": None,
-                "next_attempt_at": next_attempt_at,
-                "error_class": error_class,
-                "last_error": error,
-                **({"processed_at": now} if done else {}),
-            },
-        )
-        if result.rowcount != 1:
-            raise LeaseLost
-        self._starts.count_next(conn)
-        conn.execute(
-            _RECORD_ATTEMPT,
-            {
-                "inbox_event_id": event.id,
-                "source": event.source,
-                "attempt": event.attempt,
-                "worker": self.worker_id[:128],
-                "started_at": started,
-                "finished_at": now,
-                "outcome": status,
-                "error_class": error_class,
-                "error": error,
-            },
-        )
-
-    def _record_failure(
-        self,
-        event: Event,
-        exc: BaseException,
-        started: datetime,
-        *,
-        force_dead: bool = False,
-        hung: bool = False,
-    ) -> EventStatus | None:
-        failure = failure_of(
-            exc,
-            event.attempt,
-            max_attempts=self.cfg.max_attempts,
-            backoff_base=self.cfg.backoff_base_seconds,
-            backoff_max=self.cfg.backoff_max_seconds,
-            now=self._clock(),
-            rng=self._rng,
-            force_dead=force_dead,
-            hung=hung,
-        )
-        status = failure.status
-        extra = {
-            "source": event.source,
-            "event_id": event.event_id,
-            "correlation_id": event.correlation_id,
-            "error_class": failure.error_class.value,
-        }
-        try:
-            with self._starts.transaction(self.engine) as conn:
-                self._finish(
-                    conn,
-                    event,
-                    status,
-                    started,
-                    error_class=failure.error_class,
-                    error=failure.message,
-                    next_attempt_at=failure.next_attempt_at,
-                )
-        except LeaseLost:
-            log.warning("lease lost while recording a failure", extra=extra)
-            self.stats.add(None)
-            return None
-        log.warning(
-            "event %s after attempt %d: %s",
-            status.value,
-            event.attempt,
-            exc.__class__.__name__,
-            extra=extra,
-        )
-        self.stats.add(status)
-        return status
+    def _dispatch(self, event: Event, started: datetime) -> EventStatus:
+        """Run the event's handler (its ``verify`` first after an ambiguous attempt), else forward
+        it, else ignore it; the outcome is written with the lease checked."""
+        fn = self.registry.find(event.source, event.event_type)
+        if fn is not None:
+            event = self._current.of(event)
+            verify = self.registry.verifier(event.source, event.event_type)
+            if verify is not None and event.error_class == ErrorClass.AMBIGUOUS:
+                self._applier.verify_then_apply(fn, verify, event, started)
+            else:
+                self._applier.apply(fn, event, started)
+            return EventStatus.PROCESSED
+        if target := self._forward_urls.get(event.source) or self.cfg.forward_url:
+            forward_event(self._http(), target, event)
+            self._attempts.done(event, EventStatus.PROCESSED, started)
+            return EventStatus.PROCESSED
+        self._attempts.done(event, EventStatus.IGNORED, started)
+        self._ignored.note(event)
+        return EventStatus.IGNORED
 
     def _http(self) -> httpx.Client:
         if self._client is None:
@@ -401,16 +257,7 @@ class Worker:
 
     def release(self, events: list[Event]) -> None:
         """Give claimed, unstarted events back (shutdown): due now, their attempts unchanged."""
-        if not events:
-            return
-        self._expired.difference_update(e.id for e in events)
-        counted = self._starts.unstarted(events)  # their count goes back
-        with self.engine.begin() as conn:
-            for ids, given_back in (
-                ([e.id for e in events if e.id not in counted], 0),
-                (counted, 1),
-            ):
-                release_unstarted(conn, sorted(ids), self.worker_id, self._clock(), given_back)
+        self._attempts.release(events)
 
     def close(self) -> None:
         if self._client is not None:

@@ -1,4 +1,4 @@
-"""When a claimed event's attempt is counted (inbox.starts): with the previous event's outcome,
+"""When a claimed event's attempt is counted (inbox.attempts): with the previous event's outcome,
 known only once that commits (a fake engine: no database)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from reconciler.inbox.attempts import Starts
 from reconciler.inbox.handlers import Event
-from reconciler.inbox.starts import Starts
 
 
 class FakeEngine:
