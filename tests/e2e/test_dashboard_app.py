@@ -398,7 +398,7 @@ def _seed_conflict(engine: Engine) -> None:
         for b in (body("paid", "ann@example.com"), body("refunded", "bob@example.com"))
     ]
     with engine.begin() as conn:
-        assert [o.value for o in store_items(conn, items)] == ["accepted", "conflict"]
+        assert [o.outcome.value for o in store_items(conn, items)] == ["accepted", "conflict"]
 
 
 def test_a_conflict_shows_both_bodies_masked_and_applies_the_later_one(dash: Dash) -> None:
