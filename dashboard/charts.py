@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from reconciler.kinds import kinds
 from reconciler.ops.overview import RunPoint
 from reconciler.ops.timerange import TimeRange
 
@@ -29,7 +30,7 @@ PATTERNS = {
     "handshake": "-",
     "dead": "+",
 }
-KIND_ORDER = ("missing", "duplicate", "diverged", "unapplied", "orphaned", "stuck", "dead")
+KIND_ORDER = tuple(k.value for k in kinds(charted=True))
 # Plotly's own pattern sequence, a source each
 SOURCE_PATTERNS = ("", "/", "\\", "x", "-", "|", "+", ".")
 NO_DATA = "no data in this range"

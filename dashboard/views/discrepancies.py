@@ -10,6 +10,7 @@ import streamlit as st
 
 from dashboard import context, data, urlstate, widgets
 from reconciler.errors import HookledgerError, NoSuchRecordError
+from reconciler.kinds import kind as kind_of
 from reconciler.ops import frames
 from reconciler.ops import operator_actions as actions
 from reconciler.ops import outbox as outbox_ops
@@ -171,6 +172,8 @@ with top:
     related = masked_values(related, masker)
     conflict = row["kind"] == DiscrepancyKind.CONFLICT
     st.subheader(f"Discrepancy #{row['id']}: {row['kind']} ({row['status']})")
+    registered = kind_of(str(row["kind"]))
+    st.caption(f"{registered.label[:1].upper()}{registered.label[1:]}. {registered.meaning}")
     tz = context.tz()
     meta = {
         k: row[k]

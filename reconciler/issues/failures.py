@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, literal, or_, select
 
+from reconciler.kinds import kinds
 from reconciler.states import (
     OUTBOX_SOURCE_PREFIX,
     AttemptOutcome,
-    DiscrepancyKind,
     DiscrepancyStatus,
     IssueKind,
     OutboxStatus,
@@ -125,7 +125,7 @@ def failed_runs(conn: Connection, position: Position, limit: int) -> list[Failur
 
 
 # dead events and dead outbox messages are issues of their own kinds: not counted twice
-_NOT_GROUPED = (DiscrepancyKind.DEAD, DiscrepancyKind.OUTBOX_DEAD)
+_NOT_GROUPED = kinds(own_issue=True)
 
 
 def open_discrepancies(conn: Connection, position: Position, limit: int) -> list[Failure]:

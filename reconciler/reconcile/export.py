@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from sqlalchemy import Connection, func, select
 
+from reconciler.kinds import kinds
 from reconciler.payment_text import mask_payment_text
 from reconciler.reconcile.compare import csv_cell
 from reconciler.storage.models import DISCREPANCIES, DiscrepancyKind, DiscrepancyStatus
@@ -150,7 +151,7 @@ def write_csv(conn: Connection, flt: DiscrepancyFilter, out: TextIO) -> int:
     return n
 
 
-IMPACT_KINDS = (DiscrepancyKind.MISSING, DiscrepancyKind.DIVERGED, DiscrepancyKind.UNAPPLIED)
+IMPACT_KINDS = kinds(money=True)
 
 
 def money_impact(

@@ -28,17 +28,13 @@ from typing import Any
 from connectors.base import Capabilities, Record
 from connectors.parsing import json_path_get
 from reconciler.config import CheckSettings
+from reconciler.kinds import FoundBy, kinds
 from reconciler.reconcile.compare import amount_of, diff_fields, equal, missing_cause, recover_by
 from reconciler.states import DiscrepancyKind
 
 # The kinds a re-check of the page's facts can resolve (the others: the store's closing passes).
-JUDGED_KINDS = (
-    DiscrepancyKind.MISSING,
-    DiscrepancyKind.UNAPPLIED,
-    DiscrepancyKind.DUPLICATE,
-    DiscrepancyKind.DIVERGED,
-)
-BUSINESS_KINDS = (DiscrepancyKind.UNAPPLIED, DiscrepancyKind.DUPLICATE, DiscrepancyKind.DIVERGED)
+JUDGED_KINDS = kinds(found_by=FoundBy.PAGE)
+BUSINESS_KINDS = kinds(business=True)
 
 ObjectKey = tuple[str, str]  # (object type, object id)
 Row = Mapping[str, Any]

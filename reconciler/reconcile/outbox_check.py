@@ -19,6 +19,7 @@ from sqlalchemy import Connection, Engine, String, and_, cast, func, literal, se
 from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.config import Settings
+from reconciler.kinds import FoundBy, kinds
 from reconciler.reconcile import history
 from reconciler.reconcile.summary import RunSummary
 from reconciler.states import OUTBOX_SOURCE_PREFIX, OUTBOX_UNSENT
@@ -35,7 +36,7 @@ from reconciler.storage.models import (
 from reconciler.storage.upserts import seen_again
 
 PREFIX = OUTBOX_SOURCE_PREFIX
-KINDS = (DiscrepancyKind.OUTBOX_STUCK, DiscrepancyKind.OUTBOX_DEAD)
+KINDS = kinds(found_by=FoundBy.OUTBOX)
 UNSENT = OUTBOX_UNSENT
 
 

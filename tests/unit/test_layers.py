@@ -20,6 +20,7 @@ FLOORS: list[tuple[str, ...]] = [
         "reconciler",  # the package's own __init__
         "reconciler.errors",
         "reconciler.states",
+        "reconciler.kinds",
         "reconciler.logs",
         "reconciler.config",
         "reconciler.cron",
