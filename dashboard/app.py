@@ -37,8 +37,14 @@ context.sidebar()
 context.sign_in_banner()
 context.show_flash()
 try:
-    if landing and page.url_path == "" and not st.query_params and context.issues_waiting():
-        st.switch_page("views/issues.py")  # the bare address lands where something needs a person
+    if landing and page.url_path == "" and not st.query_params:
+        # The bare address lands where something needs a person. The database is checked first,
+        # within its timeout: a database that hangs would otherwise hold the landing page's count
+        # of issues, with no timeout of its own, once its cached answer expired.
+        if not context.guard():
+            st.stop()
+        if context.issues_waiting():
+            st.switch_page("views/issues.py")
     page.run()
 except SQLAlchemyError as exc:  # lost after the page's check: one line, not a traceback
     st.error(context.lost(exc))

@@ -391,7 +391,7 @@ def test_a_hung_database_is_an_error_within_the_timeout(tmp_path: Path, pg_url: 
     engine.dispose()
     proxy = HangingProxy((parsed.host or "127.0.0.1", parsed.port or 5432))
     url = parsed.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-    config = write_config(tmp_path, url)
+    config = write_config(tmp_path, url)  # ([dashboard] cache_ttl_seconds = 1)
     text = config.read_text().replace(
         f'url = "{url}"', f'url = "{url}"\nconnect_timeout_seconds = 3'
     )
@@ -409,6 +409,9 @@ def test_a_hung_database_is_an_error_within_the_timeout(tmp_path: Path, pg_url: 
                 page.goto(base)
                 expect(page.get_by_role("heading", name="Overview")).to_be_visible()
                 expect(page.get_by_text("Cannot reach the database")).to_have_count(0)
+                # what the pages cached has expired, as after any pause longer than the cache's
+                # time to live: nothing answers from the cache once the database hangs
+                time.sleep(1.5)
                 proxy.hung.set()
                 for path in (
                     "/",
