@@ -1,13 +1,14 @@
 """The webhook receiver (Starlette ASGI app).
 
-``POST /webhooks/{source}`` runs the receiver's steps in order (:meth:`Receiver.receive`): read the
-raw body (bounded), verify the signature for the source's kind (or confirm the delivery through the
+``POST /webhooks/{source}`` runs the receiver's steps in order (``Receiver._receive``): read the raw
+body (bounded), verify the signature for the source's kind (or confirm the delivery through the
 provider's API), the items of the verdict, insert-if-new the events and append the delivery in one
 transaction (group-committed), then answer. The steps that need no server are functions of
-``reconciler.inbox.intake``, unit-tested there. Answer 200
-``{"status": "accepted" | "duplicate" | "conflict", "event_id": ...}`` (a conflict is the event
-id again with other content: 2xx, since the first copy is safely stored and a 4xx would make the
-provider retry it for days; it is flagged for an operator, never applied).
+``reconciler.inbox.intake``, unit-tested there.
+
+The answer is 200 ``{"status": "accepted" | "duplicate" | "conflict", "event_id": ...}`` (a
+conflict is the event id again with other content: 2xx, since the first copy is safely stored and a
+4xx would make the provider retry it for days; it is flagged for an operator, never applied).
 No business work happens in the request.
 Errors share one JSON shape: ``{"status": "rejected" | "error", "reason": "..."}``.
 """

@@ -9,9 +9,9 @@ The worker claims, dispatches each event (to its handler, a forward URL, or nowh
 An attempt's start and its outcome are ``inbox.attempts``': counted when it starts (committed before
 its handler runs, with the previous event's outcome where there is one), its outcome guarded by the
 lease owner. Applying it, and committing its writes with the event's applied mark, is
-``inbox.applying``'s. While the worker loops, its leases
-are renewed (``inbox.leases``), unless a supervisor does that (``inbox.supervisor``, the
-``hookledger worker`` command: each worker a process that can be abandoned when it hangs).
+``inbox.applying``'s. While the worker loops, its leases are renewed (``inbox.leases``), unless a
+supervisor does that (``inbox.supervisor``, the ``hookledger worker`` command: each worker a
+process that can be abandoned when it hangs).
 """
 
 from __future__ import annotations
