@@ -21,6 +21,7 @@ from reconciler.config import Settings, load_config
 from reconciler.errors import HookledgerError
 from reconciler.ops.identity import Identity, require_operator, resolve_identity
 from reconciler.storage.engine import make_engine
+from reconciler.storage.failures import reason_of
 from reconciler.storage.migrate import current_revision, head_revision
 
 T = TypeVar("T")
@@ -147,9 +148,7 @@ def _schema_problem(eng: Engine, head: str | None, what: str, advice: str) -> st
     try:
         current = current_revision(eng)
     except SQLAlchemyError as exc:
-        orig = getattr(exc, "orig", None)
-        reason = str(orig or exc).splitlines()[0]
-        return f"Cannot reach {what} ({eng.url!r}): {reason}"
+        return f"Cannot reach {what} ({eng.url!r}): {reason_of(exc)}"
     if current is None:
         return f"{what[0].upper()}{what[1:]} is empty: {advice}."
     if current != head:
@@ -186,9 +185,7 @@ def issues_waiting() -> bool:
 
 def lost(exc: SQLAlchemyError) -> str:
     """A database error that happened while a page read: one line naming the database."""
-    orig = getattr(exc, "orig", None)
-    reason = next((ln for ln in str(orig or exc).splitlines() if ln.strip()), type(exc).__name__)
-    return f"Cannot reach the database ({engine().url!r}) while reading this page: {reason.strip()}"
+    return f"Cannot reach the database ({engine().url!r}) while reading this page: {reason_of(exc)}"
 
 
 def retry_until_reachable() -> None:
@@ -220,10 +217,10 @@ def act(fn: Callable[[str], str]) -> ActionResult:
     try:
         actor = require_operator(identity())
         message = fn(actor)
-    except HookledgerError as exc:
+    except HookledgerError as exc:  # a refused action, or the database's failure (one line)
         return ActionResult(False, str(exc))
-    except SQLAlchemyError as exc:
-        return ActionResult(False, f"the database refused the action: {exc}")
+    except SQLAlchemyError as exc:  # SQLAlchemy's own, no statement's (a pool that timed out)
+        return ActionResult(False, f"the database refused the action: {reason_of(exc)}")
     finally:
         # every page shows the new state at once, a failed action's too (a failed run is recorded)
         st.cache_data.clear()

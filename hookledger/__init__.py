@@ -12,6 +12,7 @@ from reconciler import __version__
 from reconciler.errors import (
     AmbiguousError,
     ConfigError,
+    DatabaseError,
     HandlerError,
     HandlerTimeout,
     HookledgerError,
@@ -28,11 +29,16 @@ from reconciler.idempotency import (
 from reconciler.inbox.handlers import Business, Event, Verdict, handler, upsert_if_newer
 from reconciler.outbox import InvalidMessage, Outbox, add_message
 from reconciler.storage.engine import make_engine
+from reconciler.storage.failures import DatabaseBusy, DatabaseRefused, DatabaseUnavailable
 
 __all__ = [
     "AmbiguousError",
     "Business",
     "ConfigError",
+    "DatabaseBusy",
+    "DatabaseError",
+    "DatabaseRefused",
+    "DatabaseUnavailable",
     "Event",
     "HandlerError",
     "HandlerTimeout",

@@ -4,7 +4,8 @@
 
     HookledgerError
     ├── ConfigError            the configuration file or environment is invalid
-    ├── DatabaseError          the database cannot be reached or went away (names it, password masked)
+    ├── DatabaseError          the database failed, in one line naming it, password masked (its
+    │                          subclasses, unavailable, busy and refused: ``reconciler.storage.failures``)
     ├── NoSuchRecordError      an event, message or discrepancy named by the user does not exist
     ├── ActionRefusedError     an operator action is not allowed in the record's current state
     ├── RejectedDelivery       an inbound webhook is refused (carries the HTTP status and a reason)
@@ -29,7 +30,7 @@ from connectors.errors import RejectedDelivery as RejectedDelivery
 
 
 class DatabaseError(HookledgerError):
-    """The database cannot be reached."""
+    """The database failed."""
 
 
 class NoSuchRecordError(HookledgerError):

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reconciler.errors import ConfigError
+from reconciler.errors import ConfigError, DatabaseError
 from reconciler.states import OUTBOX_SOURCE_PREFIX
 
 if TYPE_CHECKING:
@@ -117,9 +117,7 @@ def missing_sqlite_file(url: str) -> str | None:
 
 
 def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from reconciler.storage.engine import database_error, make_engine
+    from reconciler.storage.engine import make_engine
     from reconciler.storage.migrate import current_revision, head_revision, known_revisions
 
     settings = loaded.settings
@@ -135,9 +133,9 @@ def open_engine(loaded: LoadedConfig, *, require_schema: bool = True) -> Engine:
     if require_schema:
         try:
             current = current_revision(engine)
-        except SQLAlchemyError as exc:
+        except DatabaseError:
             engine.dispose()
-            raise database_error(db.url, exc) from None
+            raise
         if (current != head_revision() and current in known_revisions()) or current is None:
             engine.dispose()
             raise ConfigError(

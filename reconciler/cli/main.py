@@ -178,7 +178,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"database ready at revision {current_revision(cmd.engine)}: {cmd.engine.url!r}")
         if cmd.settings.business.url:
             from reconciler.inbox.applied import ensure_applied_table
-            from reconciler.storage.engine import make_engine, masked_url
+            from reconciler.storage.engine import make_engine
+            from reconciler.storage.failures import masked_url
 
             business = make_engine(cmd.settings.business.url)
             try:
@@ -412,13 +413,13 @@ def main(argv: Sequence[str] | None = None, *, owns_process: bool = False) -> in
     except BrokenPipeError:
         return EXIT_BROKEN_PIPE
     except Exception as exc:
-        # The database went away or refused a statement: one line naming it, never a traceback.
-        # (SQLAlchemy is asked only when it was imported: a command that never opened a database
-        # cannot raise its errors, and --help does not pay for importing it.)
+        # SQLAlchemy's own errors that no statement raised (a pool that timed out): one line, never
+        # a traceback; a statement's arrive as DatabaseError (reconciler.storage.failures). SQLAlchemy
+        # is asked only when it was imported: --help does not pay for importing it.
         sqlalchemy_exc = sys.modules.get("sqlalchemy.exc")
         if sqlalchemy_exc is None or not isinstance(exc, sqlalchemy_exc.SQLAlchemyError):
             raise
-        from reconciler.storage.engine import database_error
+        from reconciler.storage.failures import database_error
 
         url = loaded.settings.database.url if loaded is not None else "?"
         print(f"hookledger: error: {database_error(url, exc)}", file=sys.stderr)

@@ -13,7 +13,7 @@ from typing import Any
 
 from reconciler.audit import default_actor
 from reconciler.cli.common import Command, iso_time, open_engine
-from reconciler.errors import ConfigError, HookledgerError
+from reconciler.errors import ConfigError, DatabaseError, HookledgerError
 from reconciler.ops.links import page_url
 from reconciler.process import freeze_startup_objects
 from reconciler.states import DiscrepancyKind, DiscrepancyStatus
@@ -257,10 +257,7 @@ def _notify(engine: Any, settings: Any) -> None:
 
 
 def _impact(loaded: Any, sources: list[str]) -> list[dict[str, Any]]:
-    from sqlalchemy.exc import SQLAlchemyError
-
     from reconciler.reconcile.export import money_impact
-    from reconciler.storage.engine import database_error
 
     try:
         engine = open_engine(loaded)
@@ -270,12 +267,8 @@ def _impact(loaded: Any, sources: list[str]) -> list[dict[str, Any]]:
     try:
         with engine.connect() as conn:
             return money_impact(conn, tuple(sources))
-    except SQLAlchemyError as exc:
-        url = loaded.settings.database.url
-        print(
-            f"hookledger: error: money impact not computed: {database_error(url, exc)}",
-            file=sys.stderr,
-        )
+    except DatabaseError as exc:
+        print(f"hookledger: error: money impact not computed: {exc}", file=sys.stderr)
         return []
     finally:
         engine.dispose()

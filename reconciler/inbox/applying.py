@@ -21,7 +21,6 @@ from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, update
-from sqlalchemy.exc import OperationalError
 
 from reconciler.errors import AmbiguousError
 from reconciler.inbox.applied import BusinessSide, Mark, insert_mark
@@ -29,6 +28,7 @@ from reconciler.inbox.attempts import Attempts, LeaseLost
 from reconciler.inbox.handlers import Business, Event, Handler, Verdict, Verify, verdict_of
 from reconciler.inbox.write_lock import WriteLockWatch
 from reconciler.outbox.writer import Outbox, insert_message
+from reconciler.storage.failures import DatabaseBusy
 from reconciler.storage.models import INBOX_EVENTS as EVENTS
 from reconciler.storage.models import EventStatus
 
@@ -100,9 +100,7 @@ class Applier:
         try:
             try:
                 self._attempt(fn, event, started, self._handler_engine, note)
-            except OperationalError as exc:
-                if not _sqlite_busy(exc):
-                    raise
+            except DatabaseBusy:
                 # A deferred SQLite transaction that read first cannot take the write lock once
                 # another writer committed: run the handler again holding the lock from the start.
                 self._attempt(fn, event, started, self.engine, note)
@@ -188,7 +186,3 @@ class Applier:
             raise AmbiguousError(f"verify could not tell whether attempt {previous} took effect")
         if verdict is Verdict.NOT_DONE:
             self.apply(fn, event, started)
-
-
-def _sqlite_busy(exc: OperationalError) -> bool:
-    return str(getattr(exc.orig, "sqlite_errorname", "")).startswith("SQLITE_BUSY")

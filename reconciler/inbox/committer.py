@@ -14,10 +14,10 @@ import logging
 from collections.abc import Sequence
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from reconciler.inbox.store import Item, Stored, store_items
 from reconciler.storage.dialect import single_writer
+from reconciler.storage.failures import DatabaseBusy, DatabaseUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +75,10 @@ class GroupCommitter:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if len(batch) > 1 and not _unavailable(exc):
+            if len(batch) > 1 and not isinstance(exc, DatabaseUnavailable | DatabaseBusy):
                 # The database refused something in the batch: retry each request in its own
-                # transaction so that only the request it refuses fails.
+                # transaction so that only the request it refuses fails. (Down, or its lock held:
+                # one by one cannot help.)
                 log.warning(
                     "a batch of %d deliveries failed (%s); storing them one by one",
                     len(batch),
@@ -96,10 +97,3 @@ class GroupCommitter:
             if not future.done():
                 future.set_result(outcomes[start : start + len(items)])
             start += len(items)
-
-
-def _unavailable(exc: BaseException) -> bool:
-    """The database is down or the connection broke: retrying item by item cannot help."""
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, OperationalError | InterfaceError)

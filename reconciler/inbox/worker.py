@@ -48,6 +48,7 @@ from reconciler.inbox.write_lock import WriteLockWatch
 from reconciler.process import lease_owner
 from reconciler.storage.dialect import single_writer
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION, make_engine
+from reconciler.storage.failures import HANDLER_STATEMENTS
 from reconciler.storage.models import ErrorClass, EventStatus
 from reconciler.storage.types import utcnow
 
@@ -89,8 +90,13 @@ class Worker:
         self.metrics = metrics  # shared by the workers of a process
         self._renew_leases = renew_leases
         self._on_attempt = on_attempt
-        # SQLite: the handler's transaction takes the write lock at its first write (module doc).
-        self._handler_engine = engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
+        # A handler's statements keep SQLAlchemy's refusals, which its code may catch
+        # (reconciler.storage.failures); on SQLite its transaction takes the write lock at its first
+        # write (module doc).
+        handlers = engine.execution_options(**{HANDLER_STATEMENTS: True})
+        self._handler_engine = engine.execution_options(
+            **{HANDLER_STATEMENTS: True, SQLITE_BEGIN_OPTION: "DEFERRED"}
+        )
         self._locks = (
             WriteLockWatch(
                 settings.worker.sqlite_lock_warn_seconds,
@@ -116,11 +122,16 @@ class Worker:
         self._business_engine = make_engine(url) if url else None
         if self._business_engine is not None:
             ensure_applied_table(self._business_engine)  # (hookledger init creates it too)
-        self._business = Business(self._business_engine or engine)
+        business = (
+            self._business_engine.execution_options(**{HANDLER_STATEMENTS: True})
+            if self._business_engine is not None
+            else None
+        )
+        self._business = Business(business or handlers)
         self._applier = Applier(
-            engine,
+            handlers,
             self._handler_engine,
-            self._business_engine,
+            business,
             self._business,
             self._attempts,
             locks=self._locks,

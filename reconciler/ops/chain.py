@@ -12,10 +12,9 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from sqlalchemy import Engine, select
-from sqlalchemy.exc import SQLAlchemyError
 
 from reconciler.config import Settings
-from reconciler.errors import HookledgerError
+from reconciler.errors import DatabaseError, HookledgerError
 from reconciler.reconcile.business import bind_checks
 from reconciler.reconcile.store import read_only_session
 from reconciler.storage.engine import make_engine
@@ -57,7 +56,7 @@ def business_rows(
     try:
         try:
             checks = bind_checks(business, configured, timeout)
-        except (HookledgerError, SQLAlchemyError) as exc:
+        except HookledgerError as exc:  # a check that no longer fits the table, or no database
             return [BusinessRows("?", object_id, [], str(exc).splitlines()[0])]
         out = []
         with business.connect() as conn, read_only_session(conn, timeout):
@@ -70,7 +69,7 @@ def business_rows(
                     stmt = stmt.where(scope)
                 try:
                     found = [dict(r._mapping) for r in conn.execute(stmt)]
-                except SQLAlchemyError as exc:
+                except DatabaseError as exc:
                     reason = f"the business query failed ({exc.__class__.__name__})"
                     out.append(BusinessRows(check.check.table, object_id, [], reason))
                     continue

@@ -22,14 +22,15 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError
 
 from connectors.base import Connector
 from connectors.errors import ConnectorError, UnavailableError
 from connectors.http import RetryPolicy
 from reconciler.config import LoadedConfig, Settings, SourceSettings, load_config
-from reconciler.errors import HookledgerError
-from reconciler.storage.engine import database_error, make_engine, masked_url
+from reconciler.errors import DatabaseError, HookledgerError
+from reconciler.storage.engine import make_engine
+from reconciler.storage.failures import masked_url
 from reconciler.storage.migrate import HEAD_REVISION, current_revision, known_revisions
 from reconciler.storage.types import utcnow
 
@@ -190,8 +191,8 @@ def _database(engine: Engine, url: str, name: str = "database") -> list[Verdict]
     schema = "schema" if name == "database" else f"{name} schema"
     try:
         current = current_revision(engine)
-    except SQLAlchemyError as exc:
-        return [Verdict(name, "fail", str(database_error(url, exc)))]
+    except DatabaseError as exc:
+        return [Verdict(name, "fail", str(exc))]
     reached = Verdict(name, "pass", f"reachable: {masked_url(url)}")
     if current == HEAD_REVISION:
         return [reached, Verdict(schema, "pass", f"at revision {current}, the current one")]
@@ -232,11 +233,8 @@ def _checks(engine: Engine | None, settings: Settings) -> Iterator[Verdict]:
         for source in with_checks:
             try:
                 bound = bind_checks(business, source, timeout)
-            except HookledgerError as exc:
+            except HookledgerError as exc:  # a check's table or column, or the database itself
                 yield Verdict(f"checks of '{source.name}'", "fail", str(exc))
-            except SQLAlchemyError as exc:
-                error = database_error(url or settings.database.url, exc)
-                yield Verdict(f"checks of '{source.name}'", "fail", str(error))
             else:
                 tables = "; ".join(
                     f"{b.check.table} ({', '.join([b.check.key, *b.check.fields])})" for b in bound

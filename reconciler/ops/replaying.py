@@ -30,6 +30,7 @@ from reconciler.inbox.handlers import (
 from reconciler.inbox.retry import classify_exception
 from reconciler.outbox.writer import Message, Outbox
 from reconciler.storage.engine import SQLITE_BEGIN_OPTION
+from reconciler.storage.failures import HANDLER_STATEMENTS
 from reconciler.storage.models import ErrorClass
 from reconciler.storage.types import utcnow
 
@@ -92,10 +93,13 @@ class ReplayApplier:
         max_payload_bytes: int,
     ) -> None:
         self.registry = registry
-        self.business = Business(business)
         self.separate = business is not conn_engine  # the databases are apart
+        # as the worker's: a handler's statements keep SQLAlchemy's refusals (storage.failures)
+        self.business = Business(business.execution_options(**{HANDLER_STATEMENTS: True}))
         # as the worker's: the write lock is taken at the first write, not at BEGIN
-        self.engine = conn_engine.execution_options(**{SQLITE_BEGIN_OPTION: "DEFERRED"})
+        self.engine = conn_engine.execution_options(
+            **{SQLITE_BEGIN_OPTION: "DEFERRED", HANDLER_STATEMENTS: True}
+        )
         self.max_attempts = max_attempts
         self.targets = targets
         self.max_payload = max_payload_bytes

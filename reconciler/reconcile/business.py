@@ -28,14 +28,14 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.exc import DBAPIError, NoSuchTableError, SQLAlchemyError
+from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
 
 from reconciler.config import CheckSettings, SourceSettings
-from reconciler.errors import ConfigError, HookledgerError
+from reconciler.errors import ConfigError
 from reconciler.reconcile.judge import BusinessFacts
 from reconciler.reconcile.store import read_only_session
 from reconciler.storage.dialect import name_of, one_of
-from reconciler.storage.engine import database_error
+from reconciler.storage.failures import DatabaseRefused, DatabaseUnavailable
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,11 @@ class BoundCheck:
         return stmt
 
 
-def _refused(check: BoundCheck, conn: Connection, exc: DBAPIError) -> HookledgerError:
-    """A check's query the database refused: the check's fault (its ``where``, a timeout), or the
-    database gone away (a dropped connection: an outage, as the scan's own writes would report it)."""
-    if exc.connection_invalidated:
-        return database_error(conn.engine.url.render_as_string(hide_password=True), exc)
-    orig = getattr(exc, "orig", None) or exc
-    reason = (str(orig).strip().splitlines() or [orig.__class__.__name__])[0]
+def _refused(check: BoundCheck, exc: DatabaseRefused) -> ConfigError:
+    """A check's query the database refused: the check's fault (its ``where``, a timeout). (A
+    database gone away is an outage, raised as it is, as the scan's own writes would report it.)"""
     return ConfigError(
-        f"{check.label}: the business query failed: {reason} (business checks run read-only, "
+        f"{check.label}: the business query failed: {exc.reason} (business checks run read-only, "
         "within [business] statement_timeout_seconds)"
     )
 
@@ -115,7 +111,9 @@ def bind_checks(
                     conn.execute(
                         select(func.count()).select_from(table).where(item.scope()).limit(0)
                     )
-            except SQLAlchemyError as exc:
+            except DatabaseUnavailable:
+                raise
+            except SQLAlchemyError as exc:  # refused, or not SQL at all (a bind with no value)
                 raise ConfigError(
                     f"{label}: 'where' is not valid SQL here: {exc.__class__.__name__}"
                 ) from None
@@ -134,8 +132,8 @@ def rows_by_key(
         result = conn.execute(check.rows_query, {"keys": [str(k) for k in keys]})
         for mapping in result.mappings():
             out.setdefault(str(mapping[check.check.key]), []).append(dict(mapping))
-    except DBAPIError as exc:
-        raise _refused(check, conn, exc) from None
+    except DatabaseRefused as exc:
+        raise _refused(check, exc) from None
     return out
 
 
@@ -157,8 +155,8 @@ def duplicated(conn: Connection, check: BoundCheck, keys: Iterable[str]) -> dict
         stmt = stmt.where(scope)
     try:
         return {str(value): int(count) for value, count in conn.execute(stmt)}
-    except DBAPIError as exc:
-        raise _refused(check, conn, exc) from None
+    except DatabaseRefused as exc:
+        raise _refused(check, exc) from None
 
 
 def facts(conn: Connection, check: BoundCheck, keys: Sequence[str]) -> BusinessFacts:

@@ -24,7 +24,7 @@ from reconciler.reconcile import history
 from reconciler.reconcile.summary import RunSummary
 from reconciler.states import OUTBOX_SOURCE_PREFIX, OUTBOX_UNSENT
 from reconciler.storage.dialect import insert_for
-from reconciler.storage.engine import database_error
+from reconciler.storage.failures import database_error
 from reconciler.storage.models import (
     DISCREPANCIES,
     OUTBOX,
@@ -131,7 +131,7 @@ def check_outbox(
             if not dry_run:
                 summary.resolved = _resolve_not_seen(conn, name, summary.run_id, now)
         summary.status = RunStatus.SUCCEEDED.value
-    except SQLAlchemyError as exc:  # the database went away mid-run
+    except SQLAlchemyError as exc:  # the database went away mid-run, or a pool timed out
         error = database_error(engine.url.render_as_string(hide_password=True), exc)
         summary.status, summary.error = RunStatus.FAILED.value, str(error)
         raise error from None

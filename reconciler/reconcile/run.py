@@ -50,7 +50,7 @@ from reconciler.reconcile.store import (
 from reconciler.reconcile.summary import RunSummary
 from reconciler.sources import budget_of, run_connector_factory
 from reconciler.states import RunStatus
-from reconciler.storage.engine import database_error
+from reconciler.storage.failures import database_error
 from reconciler.storage.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -138,10 +138,10 @@ class Reconciler:
                     asked = _Asked(now, full, since, dry_run, progress)
                     self._scan(source, prepared, checks, summary, asked)
                 summary.status = RunStatus.SUCCEEDED.value
-            except (HookledgerError, OSError) as exc:
+            except (HookledgerError, OSError) as exc:  # the database's failures among them
                 summary.status, summary.error = RunStatus.FAILED.value, str(exc)
                 raise
-            except SQLAlchemyError as exc:  # the database went away mid-run
+            except SQLAlchemyError as exc:  # SQLAlchemy's own, no statement's: a pool timed out
                 error = database_error(self.engine.url.render_as_string(hide_password=True), exc)
                 summary.status, summary.error = RunStatus.FAILED.value, str(error)
                 raise error from None

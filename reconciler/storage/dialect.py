@@ -109,3 +109,16 @@ def greatest(dialect: Any, a: Any, b: Any) -> Any:
     from sqlalchemy import func
 
     return func.max(a, b) if dialect.name == "sqlite" else func.greatest(a, b)
+
+
+def sqlite_has_json() -> bool:
+    """Whether the SQLite library this Python links (the one SQLAlchemy uses) has its JSON
+    functions (``json_each``): built in from 3.38, and in most earlier builds as JSON1."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(":memory:") as probe:
+            probe.execute("SELECT value FROM json_each('[1]')").fetchall()
+    except sqlite3.OperationalError:
+        return False
+    return True

@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from reconciler.errors import ConfigError, DatabaseError
+from reconciler.storage.failures import masked_url, translate_errors
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_WAL_AUTOCHECKPOINT_PAGES = 10_000
@@ -27,24 +28,6 @@ SQLITE_BEGIN_OPTION = "hookledger_sqlite_begin"
 
 
 DEFAULT_CONNECT_TIMEOUT_SECONDS = 10.0
-
-
-def masked_url(url: str) -> str:
-    """The URL as it may be shown: the password replaced by ``***``."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparsable database URL>"
-
-
-def database_error(url: str, exc: BaseException) -> DatabaseError:
-    """One line naming the database (password masked) and the driver's reason."""
-    orig = getattr(exc, "orig", None) or exc
-    lines = [line.strip() for line in str(orig).splitlines() if line.strip()]
-    reason = lines[0] if lines else orig.__class__.__name__
-    if len(lines) > 1 and lines[0].startswith("connection failed:"):
-        reason = "; ".join(lines[:2])  # psycopg: "connection failed: host ..." then the cause
-    return DatabaseError(f"database {masked_url(url)}: {reason}")
 
 
 def make_engine(
@@ -92,6 +75,7 @@ def make_engine(
             f"[database] url needs the Python package '{exc.name}': for PostgreSQL install "
             "hookledger[postgres]"
         ) from None
+    translate_errors(engine)
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine, readonly=readonly)
     elif engine.dialect.name == "postgresql":

@@ -231,6 +231,30 @@ def test_dialect_choices_are_made_inside_storage() -> None:
     assert outside == []
 
 
+def test_driver_errors_are_translated_inside_storage() -> None:
+    """A database driver's error becomes hookledger's in ``reconciler.storage.failures``: nothing
+    else reads a driver's error (its ``orig``, codes, invalidation) or catches one of the DB-API's
+    classes. (A handler's errors are classified in ``inbox.retry`` by SQLAlchemy's classes, which
+    a handler's statements keep: that names them without catching them.)"""
+    import re
+
+    reading = re.compile(
+        r"\.orig\b|sqlite_errorname|connection_invalidated|\bsqlstate\b|\bpgcode\b"
+        r"|except .*\b(DBAPIError|OperationalError|InterfaceError|IntegrityError|ProgrammingError"
+        r"|DataError|InternalError|NotSupportedError|sqlite3|psycopg)\b"
+    )
+    outside = []
+    for package in ("reconciler", "connectors", "dashboard", "hookledger"):
+        for path in (ROOT / package).rglob("*.py"):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative.startswith("reconciler/storage/"):
+                continue
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if reading.search(line):
+                    outside.append(f"{relative}:{n}")
+    assert outside == []
+
+
 MAX_MODULE_LINES = 450  # a module past this holds more than one job: split it by job
 
 

@@ -23,6 +23,11 @@ PROMISED = {
         "AmbiguousError": "reconciler.errors",
         "Business": "reconciler.inbox.handlers",
         "ConfigError": "reconciler.errors",
+        "DatabaseError": "reconciler.errors",
+        **dict.fromkeys(
+            ["DatabaseBusy", "DatabaseRefused", "DatabaseUnavailable"],
+            "reconciler.storage.failures",
+        ),
         "Event": "reconciler.inbox.handlers",
         "HandlerError": "reconciler.errors",
         "HandlerTimeout": "reconciler.errors",

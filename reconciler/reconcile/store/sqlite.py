@@ -24,6 +24,7 @@ from reconciler.reconcile.judge import Finding, InboxFacts
 from reconciler.reconcile.store.passes import Passes, Window
 from reconciler.reconcile.store.rows import chunks, epochs, page_span
 from reconciler.reconcile.store.scan import Scan
+from reconciler.storage.dialect import sqlite_has_json
 from reconciler.storage.models import INBOX_EVENTS, RECON_RUNS, RECON_SEEN
 
 _ABSENT = (
@@ -36,16 +37,7 @@ _SEEN = (
 )
 
 
-def _has_json() -> bool:
-    try:
-        with sqlite3.connect(":memory:") as probe:
-            probe.execute("SELECT value FROM json_each('[1]')").fetchall()
-    except sqlite3.OperationalError:
-        return False
-    return True
-
-
-SQLITE_JSON = _has_json()  # the SQLite library this Python links (the one SQLAlchemy uses)
+SQLITE_JSON = sqlite_has_json()
 
 
 def require_json() -> None:
