@@ -16,7 +16,7 @@ if _ROOT not in sys.path:
 import streamlit as st  # noqa: E402
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from dashboard import context, signin  # noqa: E402
+from dashboard import context, data, signin  # noqa: E402
 
 st.set_page_config(page_title="hookledger", page_icon=":ledger:", layout="wide")
 
@@ -43,7 +43,7 @@ try:
         # of issues, with no timeout of its own, once its cached answer expired.
         if not context.guard():
             st.stop()
-        if context.issues_waiting():
+        if data.issues_waiting():
             st.switch_page("views/issues.py")
     page.run()
 except SQLAlchemyError as exc:  # lost after the page's check: one line, not a traceback

@@ -172,17 +172,6 @@ def guard() -> bool:
     return True
 
 
-def issues_waiting() -> bool:
-    """Whether an issue nobody acknowledged is open; False when that cannot be read (the page's
-    own check then says why)."""
-    from dashboard import data  # (data caches through this module: imported when asked)
-
-    try:
-        return data.open_issues(db_key()) > 0
-    except SQLAlchemyError:
-        return False
-
-
 def lost(exc: SQLAlchemyError) -> str:
     """A database error that happened while a page read: one line naming the database."""
     return f"Cannot reach the database ({engine().url!r}) while reading this page: {reason_of(exc)}"

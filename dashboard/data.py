@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
 
 from dashboard import context
 from reconciler.inbox.conflicts import ConflictBodies, conflict_bodies
@@ -192,3 +193,12 @@ def outbox_dead_since(db: str, target: str, since: datetime) -> int:
 def open_issues(db: str) -> int:
     """Issues nobody has acknowledged yet (the bare address lands on Issues when any are)."""
     return context.read(count_issues, IssueFilter(statuses=(IssueStatus.OPEN,)))
+
+
+def issues_waiting() -> bool:
+    """Whether an issue nobody acknowledged is open; False when that cannot be read (the page's
+    own check then says why)."""
+    try:
+        return open_issues(context.db_key()) > 0
+    except SQLAlchemyError:
+        return False
